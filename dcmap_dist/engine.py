@@ -1,0 +1,388 @@
+"""The expansion machinery shared by DCMAP and breadth-first search.
+
+A :class:`Branch` holds one partial mapping: every node below layer ``layer`` is
+placed, and some of the nodes of ``layer``. Its state is plain data (ints, tuples,
+floats) so it can be serialised and moved between processes:
+
+* ``comps``: the open components, ``(members, fixed)``. A component is a
+  connected piece of a cluster restricted to the layers done so far; it is open
+  while it holds a node with a parent above the last completed layer. ``fixed``
+  means its fate at ``layer`` is decided (extended by a new cluster-layer, or not).
+* ``cls``: the frontier cluster-layers ``(members, message id)``: those holding a
+  node with a parent above the last completed layer. Future costs read only these.
+
+One expansion (one *iteration*) takes a proposal, "which nodes of ``layer``
+join component ``c``", and makes one child branch per feasible combination
+(:func:`generatecombos`), each fixing ``c``'s cluster-layer at ``layer``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .cost import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
+from .network import Network
+from .structure import Topology, bits
+
+TOLERANCE = 1e-9
+
+
+def within(cost: float, bound: float) -> bool:
+    """``cost <= bound`` up to the relative tolerance of SPEC section 3."""
+    return cost <= bound + TOLERANCE * abs(bound)
+
+
+def generatecombos(z: list[Any], z1: set[Any], z3: set[Any]) -> list[frozenset[Any]]:
+    """The paper's ``generatecombos``: nodes ``z`` proposed for one cluster, of which
+    ``z1`` can go nowhere else and ``z3`` are already mapped elsewhere. Every
+    combination is ``z1`` plus a subset of ``z2 = z - z1 - z3`` (``z1`` alone included)."""
+    z2 = [x for x in z if x not in z1 and x not in z3]
+    return [
+        frozenset(z1) | frozenset(subset)
+        for size in range(len(z2) + 1)
+        for subset in itertools.combinations(z2, size)
+    ]
+
+
+@dataclass(slots=True)
+class Branch:
+    """One partial mapping (see the module docstring)."""
+
+    layer: int
+    assigned: int
+    comps: tuple[tuple[int, bool], ...]
+    cls: tuple[tuple[int, int], ...]
+    cost: float
+    trail: Any = None  # history for rebuilding the mapping (see :func:`trail_mappings`)
+    links: tuple[Any, ...] = ()  # link records of the completed layers (DCMAP only)
+    estimate: float = 0.0  # g_hat
+    bound: float = 0.0  # cost + admissible lower bound of what is left
+    queued: bool = field(default=False)
+
+    @property
+    def layer_done(self) -> bool:
+        return self.assigned == -1
+
+
+class Problem:
+    """A connected network, a cost model and a scheme, precomputed for the search."""
+
+    def __init__(self, network: Network, model: CostModel, scheme: str = "merge") -> None:
+        self.network = network
+        self.model = model
+        self.scheme = scheme
+        self.topo = topo = Topology(network)
+        self.messages: list[Hashable] = []
+        self._message_ids: dict[Hashable, int] = {}
+        self._costs: dict[tuple, tuple[float, int]] = {}
+        self._parents_of: dict[int, int] = {}
+        self._estimates: dict[int, float] = {}
+        self.evaluations = 0
+        bounds = getattr(model, "node_lower_bounds", None)
+        per_node = bounds(network) if bounds else {}
+        self.node_bound = [float(per_node.get(x, 0.0)) for x in network.nodes]
+        self._bound_above = [
+            sum(self.node_bound[i] for i in bits(topo.above[l])) for l in range(topo.l_max + 1)
+        ]
+        self._estimator = getattr(model, "estimate", None)
+
+    # -- small cached facts -------------------------------------------------
+    def parents_of(self, mask: int) -> int:
+        """All parents of the nodes of ``mask``."""
+        got = self._parents_of.get(mask)
+        if got is None:
+            got = 0
+            for i in bits(mask):
+                got |= self.topo.parents[i]
+            self._parents_of[mask] = got
+        return got
+
+    def remaining(self, branch: Branch) -> int:
+        """Mask of the nodes not yet placed on ``branch``."""
+        topo = self.topo
+        if branch.layer_done:
+            return topo.above[branch.layer]
+        return topo.above[branch.layer] | (topo.layer_mask[branch.layer] & ~branch.assigned)
+
+    def lower_bound(self, branch: Branch) -> float:
+        """Admissible bound on the cost still to come."""
+        bound = self._bound_above[branch.layer]
+        if not branch.layer_done:
+            for i in bits(self.topo.layer_mask[branch.layer] & ~branch.assigned):
+                bound += self.node_bound[i]
+        return bound
+
+    def estimate(self, branch: Branch) -> float:
+        """The paper's ``h``: the model's estimate of the rest, else the lower bound."""
+        if self._estimator is None:
+            return self.lower_bound(branch)
+        rest = self.remaining(branch)
+        got = self._estimates.get(rest)
+        if got is None:
+            got = self._estimator(self.network, self.topo.names(rest)) if rest else 0.0
+            self._estimates[rest] = got
+        return got
+
+    def score(self, branch: Branch) -> Branch:
+        """Fill in ``estimate`` (g_hat) and ``bound`` (cost + lower bound)."""
+        branch.bound = branch.cost + self.lower_bound(branch)
+        branch.estimate = branch.cost + self.estimate(branch)
+        return branch
+
+    def message_id(self, message: Hashable) -> int:
+        got = self._message_ids.get(message)
+        if got is None:
+            got = self._message_ids[message] = len(self.messages)
+            self.messages.append(message)
+        return got
+
+    def cluster_layer_cost(
+        self, nodes: int, children: tuple[tuple[int, bool, int], ...]
+    ) -> tuple[float, int]:
+        """Cost and message id of cluster-layer ``nodes`` given its children
+        ``(members, same_cluster, message id)``, memoised."""
+        key = (nodes, children)
+        got = self._costs.get(key)
+        if got is None:
+            topo = self.topo
+            kids = [
+                ChildClusterLayer(topo.names(m), topo.layer[(m & -m).bit_length() - 1], same, self.messages[msg])
+                for m, same, msg in children
+            ]
+            layer = topo.layer[(nodes & -nodes).bit_length() - 1]
+            ctx = CostContext(topo.names(nodes), layer, self.network, sort_children(kids))
+            value, message = self.model.evaluate(ctx)
+            got = (checked_cost(value, ctx), self.message_id(message))
+            self._costs[key] = got
+            self.evaluations += 1
+        return got
+
+    # -- the search tree ----------------------------------------------------
+    def root(self) -> Branch:
+        """Layer 0 placed: every leaf is its own cluster-layer."""
+        cost = 0.0
+        comps = []
+        cls = []
+        for i in bits(self.topo.layer_mask[0]):
+            c, msg = self.cluster_layer_cost(1 << i, ())
+            cost += c
+            comps.append((1 << i, True))
+            cls.append((1 << i, msg))
+        return self.score(self.finish_layer(Branch(0, -1, tuple(comps), tuple(cls), cost)))
+
+    def next_proposal(self, branch: Branch) -> int:
+        """Index of the component to expand next: the unfixed one with the fewest
+        unplaced candidate nodes (ties by position)."""
+        free = self.topo.layer_mask[branch.layer] & ~branch.assigned
+        best = -1
+        best_count = math.inf
+        for idx, (members, fixed) in enumerate(branch.comps):
+            if fixed:
+                continue
+            count = (self.parents_of(members) & free).bit_count()
+            if 0 < count < best_count:
+                best, best_count = idx, count
+        return best
+
+    def expand(self, branch: Branch, proposal: int, g_min: float = math.inf) -> list[Branch]:
+        """Children of ``branch`` for ``proposal`` (a component index), one per feasible
+        combination, scored; those whose bound exceeds ``g_min`` are dropped."""
+        topo = self.topo
+        layer = branch.layer
+        free = topo.layer_mask[layer] & ~branch.assigned
+        holder = {}
+        for members, msg in branch.cls:
+            for i in bits(members):
+                holder[i] = (members, msg)
+        children = []
+        for joined, merged in self._combos(branch, proposal, free):
+            child = self._apply(branch, proposal, joined, merged, free, holder)
+            if child is not None:
+                self.score(child)
+                if within(child.bound, g_min):
+                    children.append(child)
+        return children
+
+    def _combos(self, branch: Branch, proposal: int, free: int) -> Iterator[tuple[int, int]]:
+        """Feasible ``(K, S)``: layer nodes ``K`` joining the proposal's component, and
+        the set ``S`` (bitmask over component indices, proposal included) merged with it."""
+        comps = branch.comps
+        members = comps[proposal][0]
+        candidates = self.parents_of(members) & free
+        if self.scheme == "single":
+            zs = bits(candidates)
+            for subset in generatecombos(zs, set(), set()):
+                joined = sum(1 << i for i in subset)
+                if not joined or self.topo.is_convex(joined | members):
+                    yield joined, 1 << proposal
+            return
+        yield from self._merge_combos(branch, proposal, free)
+
+    def _merge_combos(self, branch: Branch, proposal: int, free: int) -> Iterator[tuple[int, int]]:
+        """Connected sets of layer nodes and unfixed components containing the proposal,
+        in which the components have no arc and no layer in common and the union is
+        contiguous. Each set is generated once (extension-set enumeration)."""
+        topo = self.topo
+        comps = branch.comps
+        open_idx = [i for i, (_, fixed) in enumerate(comps) if not fixed]
+        comp_layers = {i: topo.layers_of(comps[i][0]) for i in open_idx}
+        touch = {i: self.parents_of(comps[i][0]) | self._children_of(comps[i][0]) for i in open_idx}
+        out: list[tuple[int, int]] = []
+
+        def grow(joined: int, merged: int, union: int, layers_used: int,
+                 cand_nodes: int, cand_comps: int, banned_nodes: int, banned_comps: int) -> None:
+            if not joined and merged != 1 << proposal:
+                return
+            if topo.is_convex(joined | union):
+                out.append((joined, merged))
+            while cand_nodes or cand_comps:
+                if cand_nodes:
+                    low = cand_nodes & -cand_nodes
+                    cand_nodes ^= low
+                    i = low.bit_length() - 1
+                    new_comps = 0
+                    for j in open_idx:
+                        bit = 1 << j
+                        if not (merged | cand_comps | banned_comps) & bit and topo.children[i] & comps[j][0]:
+                            new_comps |= bit
+                    grow(joined | low, merged, union, layers_used, cand_nodes, cand_comps | new_comps,
+                         banned_nodes, banned_comps)
+                    banned_nodes |= low
+                else:
+                    bit = cand_comps & -cand_comps
+                    cand_comps ^= bit
+                    banned_comps |= bit
+                    j = bit.bit_length() - 1
+                    m = comps[j][0]
+                    if touch[j] & union or comp_layers[j] & layers_used:
+                        continue
+                    new_nodes = self.parents_of(m) & free & ~(joined | cand_nodes | banned_nodes)
+                    grow(joined, merged | bit, union | m, layers_used | comp_layers[j],
+                         cand_nodes | new_nodes, cand_comps, banned_nodes, banned_comps)
+
+        members = comps[proposal][0]
+        grow(0, 1 << proposal, members, comp_layers[proposal],
+             self.parents_of(members) & free, 0, 0, 1 << proposal)
+        # a lone component with no joiner is the "not extended" combination
+        return iter(out)
+
+    def _children_of(self, mask: int) -> int:
+        out = 0
+        for i in bits(mask):
+            out |= self.topo.children[i]
+        return out
+
+    def _new_cluster_layer(self, nodes: int, cluster: int, holder: dict) -> tuple[float, int]:
+        """Cost of a new cluster-layer ``nodes`` whose component (after merging) is ``cluster``."""
+        kids = {}
+        for i in bits(self._children_of(nodes)):
+            members, msg = holder[i]
+            kids[members] = (members, bool(members & cluster), msg)
+        return self.cluster_layer_cost(nodes, tuple(sorted(kids.values())))
+
+    def _apply(self, branch: Branch, proposal: int, joined: int, merged: int,
+               free: int, holder: dict) -> Branch | None:
+        """The child branch of one combination, or None if it strands a node."""
+        comps = branch.comps
+        cost = branch.cost
+        cls = list(branch.cls)
+        trail = branch.trail
+        if joined:
+            union = joined
+            anchors = joined
+            for j in bits(merged):
+                union |= comps[j][0]
+                anchors |= comps[j][0] & -comps[j][0]
+            c, msg = self._new_cluster_layer(joined, union, holder)
+            cost += c
+            cls.append((joined, msg))
+            new_comps = [comp for j, comp in enumerate(comps) if not (merged >> j) & 1]
+            new_comps.append((union, True))
+            if anchors & (anchors - 1):
+                trail = (trail, anchors)
+        else:
+            new_comps = list(comps)
+            new_comps[proposal] = (comps[proposal][0], True)
+        assigned = branch.assigned | joined
+        # nodes left with no unfixed component to join become their own cluster-layer
+        reachable = 0
+        for members, fixed in new_comps:
+            if not fixed:
+                reachable |= self.parents_of(members)
+        for i in bits(free & ~joined & ~reachable):
+            c, msg = self._new_cluster_layer(1 << i, 1 << i, holder)
+            cost += c
+            cls.append((1 << i, msg))
+            new_comps.append((1 << i, True))
+            assigned |= 1 << i
+        child = Branch(branch.layer, assigned, tuple(new_comps), tuple(cls), cost, trail, branch.links)
+        if assigned == self.topo.layer_mask[branch.layer]:
+            return self.finish_layer(child)
+        return child
+
+    def finish_layer(self, branch: Branch) -> Branch:
+        """Close a completed layer: drop components and cluster-layers the future cannot
+        read; the branch then stands at the start of the next layer (``assigned = -1``
+        marks "layer done, not yet linked")."""
+        topo = self.topo
+        above = topo.above[branch.layer]
+        comps = tuple(sorted((m, False) for m, _ in branch.comps if self.parents_of(m) & above))
+        cls = tuple(sorted(c for c in branch.cls if self.parents_of(c[0]) & above))
+        return Branch(branch.layer, -1, comps, cls, branch.cost, branch.trail, branch.links)
+
+    def link_key(self, branch: Branch) -> tuple:
+        """Dominance key of a completed layer (SPEC 5, the sound key): open components'
+        full membership and the frontier cluster-layers' messages."""
+        return (branch.layer, branch.comps, branch.cls)
+
+    def advance(self, branch: Branch) -> Branch:
+        """Move a completed, linked branch to the start of the next layer."""
+        return Branch(branch.layer + 1, 0, branch.comps, branch.cls, branch.cost,
+                      branch.trail, branch.links, branch.estimate, branch.bound)
+
+    def is_complete(self, branch: Branch) -> bool:
+        return branch.layer_done and branch.layer == self.topo.l_max
+
+
+def trail_joins(trail: Any) -> Iterator[tuple[tuple[int, ...], int]]:
+    """Every mapping a trail stands for, as (join masks, iteration found).
+
+    A trail is ``None`` (the root), a step ``(parent, join mask)``, or a link
+    record whose ``prefixes`` are ``(trail, iteration)`` pairs of tied branches.
+    """
+    stack: list[tuple[Any, tuple[int, ...], int]] = [(trail, (), 0)]
+    while stack:
+        node, joins, found = stack.pop()
+        while isinstance(node, tuple):
+            node, join = node
+            joins = joins + (join,)
+        if node is None:
+            yield joins, found
+        else:
+            for prefix, iteration in node.prefixes:
+                stack.append((prefix, joins, max(found, iteration)))
+
+
+def joins_to_clusters(topo: Topology, joins: tuple[int, ...]) -> tuple[int, ...]:
+    """Union the join masks into a partition of all nodes (cluster masks, sorted)."""
+    parent = list(range(topo.n))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for join in joins:
+        members = bits(join)
+        root = find(members[0])
+        for j in members[1:]:
+            parent[find(j)] = root
+    clusters: dict[int, int] = {}
+    for i in range(topo.n):
+        clusters[find(i)] = clusters.get(find(i), 0) | (1 << i)
+    return tuple(sorted(clusters.values()))

@@ -1,0 +1,75 @@
+"""Limits on a search (time, iterations, memory) and the clock that enforces them."""
+
+from __future__ import annotations
+
+import math
+import resource
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Stop a search cleanly after ``time_limit`` seconds, ``max_iterations``
+    iterations, or once the process uses more than ``memory_limit_mb`` MiB."""
+
+    time_limit: float | None = None
+    max_iterations: int | None = None
+    memory_limit_mb: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("time_limit", "max_iterations", "memory_limit_mb"):
+            value = getattr(self, name)
+            if value is not None and not (value > 0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+def memory_mb() -> float:
+    """Resident memory of this process in MiB."""
+    try:
+        with open("/proc/self/statm") as handle:
+            pages = int(handle.read().split()[1])
+        return pages * resource.getpagesize() / 2**20
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Stopwatch:
+    """Checks the limits every ``every`` loop turns; samples peak memory as it goes."""
+
+    def __init__(self, limits: Limits, every: int = 128, progress_every: float = 1.0) -> None:
+        self.limits = limits
+        self.start = time.perf_counter()
+        self.every = every
+        self.turns = 0
+        self.peak_memory_mb = memory_mb()
+        self._progress_every = progress_every
+        self._last_progress = self.start
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def tick(self) -> bool:
+        """Count a loop turn; true when it is time to check the limits."""
+        self.turns += 1
+        return self.turns % self.every == 0
+
+    def exceeded(self, iterations: int) -> str | None:
+        """The name of the limit reached, if any."""
+        limits = self.limits
+        self.peak_memory_mb = max(self.peak_memory_mb, memory_mb())
+        if limits.max_iterations is not None and iterations >= limits.max_iterations:
+            return "max_iterations"
+        if limits.time_limit is not None and self.elapsed() >= limits.time_limit:
+            return "time_limit"
+        if limits.memory_limit_mb is not None and self.peak_memory_mb >= limits.memory_limit_mb:
+            return "memory_limit"
+        return None
+
+    def progress_due(self) -> bool:
+        """True at most once every ``progress_every`` seconds."""
+        now = time.perf_counter()
+        if now - self._last_progress >= self._progress_every:
+            self._last_progress = now
+            return True
+        return False

@@ -1,0 +1,198 @@
+"""``solve``: the public entry point. Splits a network into weakly connected
+components, runs the chosen method on each, and combines the results."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .baselines import bfs_search, brute_force
+from .cost import CostModel, load_cost
+from .engine import Problem, joins_to_clusters, trail_joins, within
+from .limits import Limits
+from .mappings import check_scheme, mapping_names
+from .network import Network
+from .search import SearchOutcome, dcmap_search, greedy_dive
+
+METHODS = ("dcmap", "bfs", "brute")
+
+
+@dataclass
+class Solution:
+    """One optimal (or best found) mapping: clusters of sorted node names."""
+
+    clusters: list[list[str]]
+    cost: float
+    iteration: int
+
+
+@dataclass
+class SolveResult:
+    """The result of :func:`solve` (SPEC section 7); :meth:`to_json` writes it."""
+
+    network: str
+    network_hash: str
+    cost_model: dict[str, Any]
+    scheme: str
+    method: str
+    optimal_cost: float
+    proven_optimal: bool
+    solutions: list[Solution]
+    iterations: int
+    first_optimal_iteration: int | None
+    first_optimal_seconds: float | None
+    elapsed_seconds: float
+    trace: list[dict[str, float]]
+    stop_reason: str
+    alpha: float
+    seed: int
+    peak_memory_mb: float
+    components: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, indent: int | None = 1) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+
+def solve(
+    network: Network,
+    cost: str | CostModel | Callable = "dcmap",
+    scheme: str = "merge",
+    method: str = "dcmap",
+    alpha: float = 0.6,
+    seed: int = 0,
+    time_limit: float | None = None,
+    max_iterations: int | None = None,
+    memory_limit_mb: float | None = None,
+    order: str = "cpt",
+    addition: float = 0.6,
+    on_improvement: Callable[[float, int, float], None] | None = None,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+) -> SolveResult:
+    """Find every optimal cluster mapping of ``network``.
+
+    ``cost`` is ``"dcmap"`` (with ``order`` and ``addition``), ``"module:name"``, a
+    cost model or a callable (see :mod:`dcmap_dist.cost`). ``method`` is ``dcmap``,
+    ``bfs`` or ``brute``. Limits stop the search cleanly with the best mappings so
+    far and ``proven_optimal = False``. ``on_improvement(cost, iteration, seconds)``
+    hears every improved total; ``on_progress(stats)`` about once a second.
+    """
+    check_scheme(scheme)
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
+    model = load_cost(cost, order=order, addition=addition)
+    start = time.perf_counter()
+    problems = [Problem(part, model, scheme) for part in network.components()]
+    # until a component is searched, its greedy mapping stands in for the anytime total
+    standing = [greedy_dive(p).cost for p in problems] if method == "dcmap" else [math.nan] * len(problems)
+    outcomes: list[SearchOutcome] = []
+    trace: list[dict[str, float]] = []
+    offset = 0
+    for k, problem in enumerate(problems):
+        limits = _remaining(time_limit, max_iterations, memory_limit_mb, start, offset)
+
+        def improved(value: float, iteration: int, _seconds: float, k: int = k, offset: int = offset) -> None:
+            standing[k] = value
+            total = sum(standing)
+            if math.isnan(total):
+                return
+            seconds = time.perf_counter() - start
+            trace.append({"iteration": offset + iteration, "seconds": seconds, "cost": total})
+            if on_improvement:
+                on_improvement(total, offset + iteration, seconds)
+
+        if limits is None:
+            outcomes.append(SearchOutcome(math.inf, [], False, "time_limit", 0))
+            continue
+        outcome = _run(problem, method, alpha, seed, limits, improved, on_progress)
+        outcomes.append(outcome)
+        offset += outcome.iterations
+    return _combine(network, model, scheme, method, alpha, seed, problems, outcomes, trace, start)
+
+
+def _remaining(time_limit, max_iterations, memory_limit_mb, start, used) -> Limits | None:
+    """The limits left for the next component, or None if nothing is left."""
+    left_time = None if time_limit is None else time_limit - (time.perf_counter() - start)
+    left_iterations = None if max_iterations is None else max_iterations - used
+    if (left_time is not None and left_time <= 0) or (left_iterations is not None and left_iterations <= 0):
+        return None
+    return Limits(left_time, left_iterations, memory_limit_mb)
+
+
+def _run(problem: Problem, method: str, alpha: float, seed: int, limits: Limits,
+         improved: Callable, on_progress: Callable | None) -> SearchOutcome:
+    if method == "dcmap":
+        return dcmap_search(problem, alpha, seed, limits, improved, on_progress)
+    if method == "bfs":
+        return bfs_search(problem, limits, improved, on_progress)
+    found = brute_force(problem, limits)
+    best = min(c for _, c, _ in found)
+    improved(best, len(found), 0.0)
+    keep = [(clusters, c, i) for clusters, c, i in found if within(c, best)]
+    return SearchOutcome(best, keep, True, "finished", len(found))
+
+
+def _mappings(problem: Problem, method: str, outcome: SearchOutcome) -> list[tuple[tuple[int, ...], float, int]]:
+    """Distinct best mappings of one component: (cluster masks, cost, iteration found)."""
+    best: dict[tuple[int, ...], tuple[float, int]] = {}
+    for trail, cost, iteration in outcome.trails:
+        if method == "brute":
+            candidates = [(trail, iteration)]
+        else:
+            candidates = [(joins_to_clusters(problem.topo, j), max(f, iteration)) for j, f in trail_joins(trail)]
+        for clusters, found in candidates:
+            if within(cost, outcome.best_cost) and (clusters not in best or found < best[clusters][1]):
+                best[clusters] = (cost, found)
+    return [(c, cost, found) for c, (cost, found) in best.items()]
+
+
+def _combine(network, model, scheme, method, alpha, seed, problems, outcomes, trace, start) -> SolveResult:
+    per_component = []
+    parts = []
+    offset = 0
+    for problem, outcome in zip(problems, outcomes):
+        found = _mappings(problem, method, outcome)
+        parts.append([(mapping_names(problem.topo, c), cost, offset + it) for c, cost, it in found])
+        per_component.append({
+            "nodes": len(problem.network.nodes), "optimal_cost": outcome.best_cost,
+            "proven_optimal": outcome.proven, "iterations": outcome.iterations,
+            "solutions": len(found), "stop_reason": outcome.stop_reason,
+            "link_records": outcome.link_records,
+        })
+        offset += outcome.iterations
+    solutions = []
+    for combo in itertools.product(*parts):
+        clusters = sorted(c for part, _, _ in combo for c in part)
+        solutions.append(Solution(clusters, sum(c for _, c, _ in combo), max(i for _, _, i in combo)))
+    solutions.sort(key=lambda s: (s.iteration, s.clusters))
+    optimal = sum(o.best_cost for o in outcomes)
+    first = min((s.iteration for s in solutions), default=None)
+    first_seconds = next((t["seconds"] for t in trace if within(t["cost"], optimal)), None)
+    stops = [o.stop_reason for o in outcomes if o.stop_reason != "finished"]
+    return SolveResult(
+        network=network.name,
+        network_hash=network.content_hash(),
+        cost_model={"name": model.name, **model.params()},
+        scheme=scheme,
+        method=method,
+        optimal_cost=optimal,
+        proven_optimal=all(o.proven for o in outcomes),
+        solutions=solutions,
+        iterations=sum(o.iterations for o in outcomes),
+        first_optimal_iteration=first,
+        first_optimal_seconds=first_seconds,
+        elapsed_seconds=time.perf_counter() - start,
+        trace=trace,
+        stop_reason=stops[0] if stops else "finished",
+        alpha=alpha,
+        seed=seed,
+        peak_memory_mb=max((o.peak_memory_mb for o in outcomes), default=0.0),
+        components=per_component,
+    )

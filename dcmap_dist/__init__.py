@@ -1,1 +1,19 @@
-"""dcmap_dist: exact optimal clustering of Bayesian network nodes with dependent costs."""
+"""dcmap_dist: exact optimal clustering of Bayesian network nodes with dependent costs.
+
+>>> from dcmap_dist import load_network, solve
+>>> result = solve(load_network("paper-example"))
+>>> result.optimal_cost, len(result.solutions), result.proven_optimal
+(54.0..., 3, True)
+"""
+
+__version__ = "0.1.0"
+
+from .cost import CostContext, ChildClusterLayer, DcmapCost, evaluate_mapping, load_cost
+from .loading import load_network
+from .network import Network, NetworkError
+from .solve import SolveResult, Solution, solve
+
+__all__ = [
+    "ChildClusterLayer", "CostContext", "DcmapCost", "Network", "NetworkError", "Solution", "SolveResult",
+    "evaluate_mapping", "load_cost", "load_network", "solve",
+]

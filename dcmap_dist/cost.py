@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import numbers
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -65,7 +66,7 @@ class CostModel(Protocol):
 
 def checked_cost(value: Any, ctx: CostContext) -> float:
     """``value`` as a float if it is a finite positive number, else a CostError naming ``ctx``."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if not ok or not math.isfinite(value) or value <= 0:
         raise CostError(
             f"cost of cluster-layer {sorted(ctx.nodes)} (layer {ctx.layer}) is {value!r}; "
@@ -109,7 +110,8 @@ class DcmapCost:
     def __post_init__(self) -> None:
         if self.order not in ELIMINATION_ORDERS:
             raise ValueError(f"unknown elimination order {self.order!r}: choose cpt or paper")
-        if not (math.isfinite(self.addition) and self.addition >= 0):
+        ok = isinstance(self.addition, numbers.Real) and not isinstance(self.addition, bool)
+        if not (ok and math.isfinite(self.addition) and self.addition >= 0):
             raise ValueError(f"addition weight must be a finite number >= 0, got {self.addition}")
 
     def params(self) -> dict[str, Any]:
@@ -190,14 +192,11 @@ def _size(graph: Network, nodes: Iterable[str]) -> int:
     return math.prod(graph.card(x) for x in nodes)
 
 
-_POSITIONS: dict[tuple[int, str], dict[str, tuple[int, int]]] = {}
-
-
 def elimination_positions(graph: Network, order: str) -> dict[str, tuple[int, int]]:
     """Sort keys giving the elimination order of SPEC 4.2 within a cluster-layer."""
-    key = (id(graph), order)
-    cached = _POSITIONS.get(key)
-    if cached is not None and cached.keys() == set(graph.nodes):
+    key = f"elimination-{order}"
+    cached = graph.derived.get(key)
+    if cached is not None:
         return cached
     cpt = {x: graph.card(x) * _size(graph, graph.parents[x]) for x in graph.nodes}
     index = graph.index
@@ -213,7 +212,7 @@ def elimination_positions(graph: Network, order: str) -> dict[str, tuple[int, in
             argsort = sorted(range(len(members)), key=lambda j: cpt[members[j]])  # stable
             for j, x in enumerate(members):
                 positions[x] = (argsort[j], index[x])
-    _POSITIONS[key] = positions
+    graph.derived[key] = positions
     return positions
 
 
@@ -240,6 +239,12 @@ class FunctionCost:
         return value, ctx.nodes
 
 
+def model_params(model: CostModel) -> dict[str, Any]:
+    """A model's parameters for the result file (``{}`` if it has no ``params``)."""
+    params = getattr(model, "params", None)
+    return dict(params()) if callable(params) else {}
+
+
 def load_cost(spec: str | CostModel | Callable, order: str = "cpt", addition: float = 0.6) -> CostModel:
     """A cost model from ``dcmap``, ``package.module:name``, a model or a callable.
 
@@ -255,7 +260,7 @@ def load_cost(spec: str | CostModel | Callable, order: str = "cpt", addition: fl
         raise ValueError(f"--cost must be 'dcmap' or 'package.module:name', got {spec!r}")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
+    except Exception as exc:  # a user module may fail in any way while importing
         raise ValueError(f"cannot import cost module {module_name!r}: {exc}") from None
     try:
         target = getattr(module, attr)
@@ -292,6 +297,9 @@ def evaluate_mapping(
     for k, cluster in enumerate(clusters):
         for x in cluster:
             cluster_of[x] = k
+    missing = [x for x in network.nodes if x not in cluster_of]
+    if missing:
+        raise ValueError(f"node {missing[0]!r} is in no cluster of the mapping")
     groups: dict[tuple[int, int], set[str]] = {}
     for x in network.nodes:
         groups.setdefault((layer[x], cluster_of[x]), set()).add(x)

@@ -71,8 +71,10 @@ class Branch:
 class Problem:
     """A connected network, a cost model and a scheme, precomputed for the search."""
 
-    def __init__(self, network: Network, model: CostModel, scheme: str = "merge") -> None:
+    def __init__(self, network: Network, model: CostModel, scheme: str = "merge",
+                 graph: Network | None = None) -> None:
         self.network = network
+        self.graph = graph or network  # what cost contexts see: the whole network
         self.model = model
         self.scheme = scheme
         self.topo = topo = Topology(network)
@@ -80,10 +82,11 @@ class Problem:
         self._message_ids: dict[Hashable, int] = {}
         self._costs: dict[tuple, tuple[float, int]] = {}
         self._parents_of: dict[int, int] = {}
+        self._children_cache: dict[int, int] = {}
         self._estimates: dict[int, float] = {}
         self.evaluations = 0
         bounds = getattr(model, "node_lower_bounds", None)
-        per_node = bounds(network) if bounds else {}
+        per_node = bounds(self.graph) if bounds else {}
         self.node_bound = [float(per_node.get(x, 0.0)) for x in network.nodes]
         self._bound_above = [
             sum(self.node_bound[i] for i in bits(topo.above[l])) for l in range(topo.l_max + 1)
@@ -123,7 +126,7 @@ class Problem:
         rest = self.remaining(branch)
         got = self._estimates.get(rest)
         if got is None:
-            got = self._estimator(self.network, self.topo.names(rest)) if rest else 0.0
+            got = self._estimator(self.graph, self.topo.names(rest)) if rest else 0.0
             self._estimates[rest] = got
         return got
 
@@ -154,7 +157,7 @@ class Problem:
                 for m, same, msg in children
             ]
             layer = topo.layer[(nodes & -nodes).bit_length() - 1]
-            ctx = CostContext(topo.names(nodes), layer, self.network, sort_children(kids))
+            ctx = CostContext(topo.names(nodes), layer, self.graph, sort_children(kids))
             value, message = self.model.evaluate(ctx)
             got = (checked_cost(value, ctx), self.message_id(message))
             self._costs[key] = got
@@ -194,13 +197,10 @@ class Problem:
         topo = self.topo
         layer = branch.layer
         free = topo.layer_mask[layer] & ~branch.assigned
-        holder = {}
-        for members, msg in branch.cls:
-            for i in bits(members):
-                holder[i] = (members, msg)
+        below = tuple(c for c in branch.cls if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer)
         children = []
         for joined, merged in self._combos(branch, proposal, free):
-            child = self._apply(branch, proposal, joined, merged, free, holder)
+            child = self._apply(branch, proposal, joined, merged, free, below)
             if child is not None:
                 self.score(child)
                 if within(child.bound, g_min):
@@ -271,21 +271,25 @@ class Problem:
         return iter(out)
 
     def _children_of(self, mask: int) -> int:
-        out = 0
-        for i in bits(mask):
-            out |= self.topo.children[i]
-        return out
+        """All children of the nodes of ``mask``."""
+        got = self._children_cache.get(mask)
+        if got is None:
+            got = 0
+            for i in bits(mask):
+                got |= self.topo.children[i]
+            self._children_cache[mask] = got
+        return got
 
-    def _new_cluster_layer(self, nodes: int, cluster: int, holder: dict) -> tuple[float, int]:
-        """Cost of a new cluster-layer ``nodes`` whose component (after merging) is ``cluster``."""
-        kids = {}
-        for i in bits(self._children_of(nodes)):
-            members, msg = holder[i]
-            kids[members] = (members, bool(members & cluster), msg)
-        return self.cluster_layer_cost(nodes, tuple(sorted(kids.values())))
+    def _new_cluster_layer(self, nodes: int, cluster: int, cls: tuple[tuple[int, int], ...]) -> tuple[float, int]:
+        """Cost of a new cluster-layer ``nodes`` whose component (after merging) is
+        ``cluster``; its children are among the frontier cluster-layers ``cls``."""
+        kids = self._children_of(nodes)
+        return self.cluster_layer_cost(
+            nodes, tuple((m, bool(m & cluster), msg) for m, msg in cls if m & kids)
+        )
 
     def _apply(self, branch: Branch, proposal: int, joined: int, merged: int,
-               free: int, holder: dict) -> Branch | None:
+               free: int, below: tuple[tuple[int, int], ...]) -> Branch | None:
         """The child branch of one combination, or None if it strands a node."""
         comps = branch.comps
         cost = branch.cost
@@ -297,7 +301,7 @@ class Problem:
             for j in bits(merged):
                 union |= comps[j][0]
                 anchors |= comps[j][0] & -comps[j][0]
-            c, msg = self._new_cluster_layer(joined, union, holder)
+            c, msg = self._new_cluster_layer(joined, union, below)
             cost += c
             cls.append((joined, msg))
             new_comps = [comp for j, comp in enumerate(comps) if not (merged >> j) & 1]
@@ -314,7 +318,7 @@ class Problem:
             if not fixed:
                 reachable |= self.parents_of(members)
         for i in bits(free & ~joined & ~reachable):
-            c, msg = self._new_cluster_layer(1 << i, 1 << i, holder)
+            c, msg = self._new_cluster_layer(1 << i, 1 << i, below)
             cost += c
             cls.append((1 << i, msg))
             new_comps.append((1 << i, True))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import numbers
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -53,19 +54,20 @@ class Network:
             if x not in states:
                 raise NetworkError(f"node {x!r} has no number of states")
             s = states[x]
-            if isinstance(s, bool) or not isinstance(s, int):
+            if isinstance(s, bool) or not isinstance(s, numbers.Integral):
                 raise NetworkError(f"node {x!r} has a non-integer number of states: {s!r}")
+            s = int(s)
             if s < 1:
                 raise NetworkError(f"node {x!r} has {s} states; it needs at least 1")
             self.states[x] = s
         edge_list: list[tuple[str, str]] = []
         edge_set: set[tuple[str, str]] = set()
         for edge in edges:
-            if len(edge) != 2:
+            if not isinstance(edge, (list, tuple)) or len(edge) != 2:
                 raise NetworkError(f"an edge must be a [parent, child] pair, got {edge!r}")
             u, v = edge
             for end in (u, v):
-                if end not in self.index:
+                if not isinstance(end, str) or end not in self.index:
                     raise NetworkError(f"edge {u!r} -> {v!r} refers to unknown node {end!r}")
             if (u, v) not in edge_set:
                 edge_set.add((u, v))
@@ -92,6 +94,7 @@ class Network:
         self.children: dict[str, tuple[str, ...]] = {
             x: tuple(sorted(graph.successors(x), key=order)) for x in self.nodes
         }
+        self.derived: dict[str, object] = {}  # facts computed from the structure, cached
 
     def __repr__(self) -> str:
         return f"Network({self.name!r}, {len(self.nodes)} nodes, {len(self.edges)} arcs)"
@@ -144,8 +147,12 @@ class Network:
         }
 
     def content_hash(self) -> str:
-        """SHA-256 of the canonical JSON form: names, states, arcs and observed nodes."""
-        data = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        """SHA-256 of the structure: nodes in input order with their states, the arcs
+        (as a set) and the observed nodes. The name is not part of it."""
+        data = self.to_dict()
+        data.pop("name")
+        data["edges"] = sorted(data["edges"])
+        data = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(data.encode()).hexdigest()
 
 
@@ -164,6 +171,8 @@ def network_from_dict(data: Mapping[str, Any], default_name: str = "network") ->
         if not isinstance(entry, Mapping) or "id" not in entry:
             raise NetworkError(f"each node needs an 'id' and 'states', got {entry!r}")
         name = entry["id"]
+        if not isinstance(name, str):
+            raise NetworkError(f"node ids must be strings, got {name!r}")
         if "states" not in entry:
             raise NetworkError(f"node {name!r} has no 'states'")
         names.append(name)
@@ -175,7 +184,7 @@ def network_from_dict(data: Mapping[str, Any], default_name: str = "network") ->
     observed = data.get("observed", []) or []
     if not isinstance(observed, list):
         raise NetworkError("'observed' must be a list of node names")
-    return Network(data.get("name", default_name), names, states, [tuple(e) for e in edges], observed)
+    return Network(data.get("name", default_name), names, states, edges, observed)
 
 
 def network_from_digraph(graph: nx.DiGraph, name: str | None = None) -> Network:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .baselines import bfs_search, brute_force
-from .cost import CostModel, load_cost
+from .cost import CostModel, load_cost, model_params
 from .engine import Problem, joins_to_clusters, trail_joins, within
 from .limits import Limits
 from .mappings import check_scheme, mapping_names
@@ -89,7 +89,7 @@ def solve(
         raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
     model = load_cost(cost, order=order, addition=addition)
     start = time.perf_counter()
-    problems = [Problem(part, model, scheme) for part in network.components()]
+    problems = [Problem(part, model, scheme, graph=network) for part in network.components()]
     # until a component is searched, its greedy mapping stands in for the anytime total
     standing = [greedy_dive(p).cost for p in problems] if method == "dcmap" else [math.nan] * len(problems)
     outcomes: list[SearchOutcome] = []
@@ -179,7 +179,7 @@ def _combine(network, model, scheme, method, alpha, seed, problems, outcomes, tr
     return SolveResult(
         network=network.name,
         network_hash=network.content_hash(),
-        cost_model={"name": model.name, **model.params()},
+        cost_model={"name": getattr(model, "name", "user"), **model_params(model)},
         scheme=scheme,
         method=method,
         optimal_cost=optimal,

@@ -16,11 +16,14 @@ from .network import Network
 
 def layers(network: Network) -> dict[str, int]:
     """Layer of every node (paper Algorithm 1): arcs on the longest path down to a leaf."""
-    layer: dict[str, int] = {}
-    for x in reversed(_topological_order(network)):
-        kids = network.children[x]
-        layer[x] = 1 + max(layer[c] for c in kids) if kids else 0
-    return {x: layer[x] for x in network.nodes}
+    cached = network.derived.get("layers")
+    if cached is None:
+        layer: dict[str, int] = {}
+        for x in reversed(_topological_order(network)):
+            kids = network.children[x]
+            layer[x] = 1 + max(layer[c] for c in kids) if kids else 0
+        cached = network.derived["layers"] = {x: layer[x] for x in network.nodes}
+    return dict(cached)
 
 
 def _topological_order(network: Network) -> list[str]:

@@ -1,0 +1,240 @@
+"""The ``dcmap`` command line: ``info``, ``cost``, ``solve`` and ``template``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .cost import CostError, DcmapCost, evaluate_mapping, load_cost
+from .dynamic import recover_template
+from .loading import load_network
+from .mappings import SCHEMES, check_mapping
+from .network import Network, NetworkError, read_json
+from .solve import METHODS, SolveResult, solve
+from .structure import eta, layer_nodes, long_arcs
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``dcmap`` console script."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except (NetworkError, CostError, ValueError, TimeoutError) as exc:
+        print(f"dcmap: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dcmap: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader closed the pipe (e.g. `| head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dcmap", description="Optimal clustering of Bayesian network nodes with dependent costs (DCMAP)."
+    )
+    parser.add_argument("--version", action="version", version=f"dcmap {__version__}")
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    info = sub.add_parser("info", help="describe a network")
+    _network_options(info)
+    info.add_argument("--json", action="store_true", help="print JSON")
+    info.set_defaults(run=_info)
+
+    cost = sub.add_parser("cost", help="evaluate one mapping")
+    _network_options(cost)
+    cost.add_argument("mapping", help='JSON file {"clusters": [["A", "D"], ["F"], ...]}')
+    _cost_options(cost)
+    cost.add_argument("--json", action="store_true", help="print JSON")
+    cost.set_defaults(run=_cost)
+
+    solve_ = sub.add_parser("solve", help="find every optimal mapping")
+    _network_options(solve_)
+    _cost_options(solve_)
+    solve_.add_argument("--method", choices=METHODS, default="dcmap", help="search method (default dcmap)")
+    solve_.add_argument("--alpha", type=float, default=0.6, help="probability of best-first activation (0.6)")
+    solve_.add_argument("--seed", type=int, default=0, help="random seed for activation (0)")
+    solve_.add_argument("--time-limit", type=float, metavar="S", help="stop after S seconds")
+    solve_.add_argument("--max-iterations", type=int, metavar="N", help="stop after N iterations")
+    solve_.add_argument("--memory-limit", type=float, metavar="MB", help="stop above MB MiB of memory")
+    solve_.add_argument("--output", "-o", metavar="FILE", help="write the result JSON to FILE ('-' for stdout)")
+    solve_.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    solve_.set_defaults(run=_solve)
+
+    template = sub.add_parser("template", help="recover the 2-slice template of an unrolled network")
+    template.add_argument("network", help="network file whose node names carry a slice suffix")
+    template.add_argument("--output", "-o", metavar="FILE", help="write the template JSON to FILE")
+    template.set_defaults(run=_template)
+    return parser
+
+
+def _network_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("network", help="network: .json, .bif, .bif.gz, a 2-slice template, or a bundled example")
+    parser.add_argument("--slices", type=int, metavar="T", help="unroll a 2-slice template to T slices")
+    parser.add_argument("--observe", metavar="NAMES", default="", help="comma-separated observed nodes")
+    parser.add_argument("--order", choices=("cpt", "paper"), default="cpt", help="elimination order (cpt)")
+    parser.add_argument("--addition", type=float, default=0.6, help="cost of one addition (0.6)")
+
+
+def _cost_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cost", default="dcmap", help="'dcmap' or package.module:name (default dcmap)")
+    parser.add_argument("--scheme", choices=SCHEMES, default="merge", help="feasible mappings (merge)")
+
+
+def _load(args: argparse.Namespace) -> Network:
+    observe = [x.strip() for x in args.observe.split(",") if x.strip()]
+    return load_network(args.network, slices=args.slices, observe=observe)
+
+
+def _info(args: argparse.Namespace) -> int:
+    network = _load(args)
+    by_layer = layer_nodes(network)
+    states = Counter(network.states.values())
+    facts: dict[str, Any] = {
+        "name": network.name,
+        "nodes": len(network.nodes),
+        "arcs": len(network.edges),
+        "states": {str(k): v for k, v in sorted(states.items())},
+        "observed": sorted(network.observed),
+        "layers": len(by_layer),
+        "nodes_per_layer": [len(nodes) for nodes in by_layer],
+        "long_arcs": len(long_arcs(network)),
+        "eta": eta(network),
+        "components": len(network.components()),
+        "naive_cost": DcmapCost(args.order, args.addition).naive(network),
+        "hash": network.content_hash(),
+    }
+    if args.json:
+        print(json.dumps(facts, indent=1))
+        return 0
+    states_text = ", ".join(f"{v} with {k}" for k, v in facts["states"].items())
+    print(f"network      {facts['name']}")
+    print(f"nodes        {facts['nodes']} ({states_text} states)")
+    print(f"observed     {', '.join(facts['observed']) or 'none'}")
+    print(f"arcs         {facts['arcs']} ({facts['long_arcs']} skip layers)")
+    print(f"layers       {facts['layers']} (nodes per layer, leaves first: {facts['nodes_per_layer']})")
+    print(f"eta          {facts['eta']:.4g} ({facts['eta']})")
+    print(f"components   {facts['components']}")
+    print(f"naive cost   {facts['naive_cost']:.1f} (order {args.order})")
+    return 0
+
+
+def _cost(args: argparse.Namespace) -> int:
+    network = _load(args)
+    data = read_json(Path(args.mapping))
+    if not isinstance(data, dict) or "clusters" not in data:
+        raise NetworkError(f"{args.mapping} must be a JSON object with a 'clusters' list")
+    clusters = check_mapping(network, data["clusters"], args.scheme)
+    model = load_cost(args.cost, order=args.order, addition=args.addition)
+    rows = evaluate_mapping(network, clusters, model)
+    total = sum(row.cost for row in rows)
+    if args.json:
+        print(json.dumps({
+            "total": total,
+            "cluster_layers": [{"nodes": sorted(r.nodes), "layer": r.layer, "cost": r.cost} for r in rows],
+        }, indent=1))
+        return 0
+    for row in rows:
+        print(f"layer {row.layer}  {row.cost:12.1f}  {', '.join(sorted(row.nodes))}")
+    print(f"total {total:.1f}")
+    return 0
+
+
+def _solve(args: argparse.Namespace) -> int:
+    network = _load(args)
+    progress = _Progress(enabled=not args.quiet)
+    result = solve(
+        network, cost=args.cost, scheme=args.scheme, method=args.method, alpha=args.alpha, seed=args.seed,
+        time_limit=args.time_limit, max_iterations=args.max_iterations, memory_limit_mb=args.memory_limit,
+        order=args.order, addition=args.addition,
+        on_improvement=progress.improved, on_progress=progress.update,
+    )
+    progress.close()
+    if args.output == "-":
+        print(result.to_json())
+        return 0
+    if args.output:
+        write_atomic(Path(args.output), result.to_json() + "\n")
+    _summary(result, args.output)
+    return 0
+
+
+def _summary(result: SolveResult, output: str | None) -> None:
+    status = "proven optimal" if result.proven_optimal else f"best found, not proven ({result.stop_reason})"
+    print(f"{result.network}: cost {result.optimal_cost:.1f}, {status}")
+    print(f"{len(result.solutions)} mapping(s); {result.iterations} iterations in {result.elapsed_seconds:.2f} s")
+    for solution in result.solutions[:3]:
+        print("  " + " ".join("{" + ", ".join(c) + "}" for c in solution.clusters))
+    if len(result.solutions) > 3:
+        print(f"  ... and {len(result.solutions) - 3} more")
+    if output:
+        print(f"result written to {output}")
+
+
+def _template(args: argparse.Namespace) -> int:
+    template = recover_template(load_network(args.network))
+    text = json.dumps(template, indent=1) + "\n"
+    if args.output:
+        write_atomic(Path(args.output), text)
+        print(f"template with {len(template['nodes'])} nodes and {template['slices']} slices "
+              f"written to {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file, so no partial file is left."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+class _Progress:
+    """Live progress on stderr: a rewritten line on a terminal, a line every 10 s otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self.calls = 0
+        self.shown = False
+
+    def improved(self, cost: float, iteration: int, seconds: float) -> None:
+        if self.enabled:
+            self._clear()
+            print(f"improved: cost {cost:.1f} at iteration {iteration} ({seconds:.1f} s)", file=sys.stderr)
+
+    def update(self, stats: dict[str, Any]) -> None:
+        self.calls += 1
+        if not self.enabled or (not self.tty and self.calls % 10):
+            return
+        line = (f"iterations {stats['iterations']:>10}  best {stats['best']:.1f}  open {stats['open']:>8}  "
+                f"{stats['rate']:.0f} it/s  {stats['elapsed']:.0f} s  {stats['memory_mb']:.0f} MiB")
+        if self.tty:
+            print("\r" + line, end="", file=sys.stderr, flush=True)
+            self.shown = True
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def _clear(self) -> None:
+        if self.shown:
+            print("\r\033[K", end="", file=sys.stderr)
+            self.shown = False
+
+    def close(self) -> None:
+        self._clear()

@@ -1,0 +1,330 @@
+"""Tests of layers, S, eta and the feasible mappings (SPEC section 2)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from dcmap_dist.loading import load_network
+from dcmap_dist.mappings import (
+    MappingError,
+    check_mapping,
+    cluster_problem,
+    enumerate_mappings,
+)
+from dcmap_dist.network import Network, NetworkError
+from dcmap_dist.structure import (
+    Topology,
+    eta,
+    layer_nodes,
+    layers,
+    long_arcs,
+    same_cluster_matrix,
+)
+
+NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
+
+
+def shared(name: str) -> Path:
+    path = NETWORKS / name
+    if not path.exists():
+        pytest.skip(f"{path} is missing")
+    return path
+
+
+@pytest.fixture(scope="module")
+def paper() -> Network:
+    return load_network("paper-example")
+
+
+def as_partition(topo: Topology, clusters) -> frozenset[frozenset[str]]:
+    return frozenset(topo.names(c) for c in clusters)
+
+
+# --------------------------------------------------------------------------- the paper's example
+
+
+def test_paper_example_layers(paper):
+    assert layers(paper) == {"A": 2, "B": 2, "C": 2, "D": 1, "E": 1, "F": 0, "G": 0}
+    assert layer_nodes(paper) == [("F", "G"), ("D", "E"), ("A", "B", "C")]
+    topo = Topology(paper)
+    assert topo.layer == [2, 2, 2, 1, 1, 0, 0]
+    assert topo.l_max == 2
+
+
+def test_paper_example_same_cluster_matrix(paper):
+    # the paper's equation (egsameclust): row i, column j; 1 = j can share i's cluster
+    expected = np.array(
+        [
+            #A  B  C  D  E  F  G
+            [0, 0, 0, 0, 0, 0, 0],  # A
+            [0, 0, 0, 0, 0, 0, 0],  # B
+            [0, 0, 0, 0, 0, 0, 0],  # C
+            [1, 1, 0, 0, 0, 0, 0],  # D
+            [0, 0, 1, 0, 0, 0, 0],  # E
+            [1, 0, 0, 0, 0, 0, 1],  # F
+            [0, 0, 0, 1, 1, 0, 0],  # G
+        ]
+    )
+    matrix = same_cluster_matrix(paper)
+    assert matrix.shape == (7, 7)
+    assert np.array_equal(matrix, expected)
+
+
+def test_paper_example_eta(paper):
+    # non-leaf nodes: A (2 children), B, C, D, E (1 child each): 3 * 2**4
+    assert eta(paper) == 48
+
+
+def test_paper_example_mapping_counts(paper):
+    topo = Topology(paper)
+    merge = list(enumerate_mappings(paper, "merge"))
+    single = list(enumerate_mappings(paper, "single"))
+    assert len(merge) == 56
+    assert len(single) == 48
+    merge_set = {as_partition(topo, m) for m in merge}
+    single_set = {as_partition(topo, m) for m in single}
+    # no mapping is enumerated twice, and every single mapping is a merge mapping
+    assert len(merge_set) == 56
+    assert len(single_set) == 48
+    assert single_set <= merge_set
+    for partition in merge_set:
+        check_mapping(paper, partition, "merge")
+    for partition in single_set:
+        check_mapping(paper, partition, "single")
+
+
+def test_paper_example_long_arcs(paper):
+    assert long_arcs(paper) == [("A", "F")]
+
+
+def test_unknown_scheme(paper):
+    with pytest.raises(ValueError, match="unknown scheme 'both'"):
+        list(enumerate_mappings(paper, "both"))
+    with pytest.raises(ValueError, match="unknown scheme"):
+        check_mapping(paper, [list("ABCDEFG")], "both")
+
+
+# --------------------------------------------------------------------------- real networks
+
+
+def test_alarm_long_arcs():
+    from dcmap_dist.bif import read_bif
+
+    alarm = read_bif(shared("alarm.bif.gz"))
+    assert len(alarm.edges) == 46
+    arcs = long_arcs(alarm)
+    assert len(arcs) == 18
+    layer = layers(alarm)
+    assert all(layer[u] - layer[v] > 1 for u, v in arcs)
+    assert sum(1 for u, v in alarm.edges if layer[u] - layer[v] > 1) == 18
+
+
+def test_seagrass_eta():
+    path = shared("seagrass-2tbn.json")
+    one = load_network(path, slices=1)
+    two = load_network(path, slices=2)
+    assert len(one) == 25 and len(two) == 50
+    assert eta(one) == 9909043200
+    assert f"{eta(one):.4g}" == "9.909e+09"
+    assert f"{eta(two):.4g}" == "1.515e+21"
+
+
+# --------------------------------------------------------------------------- check_mapping
+
+
+def test_check_mapping_accepts_and_returns_frozensets(paper):
+    got = check_mapping(paper, [["A"], ["F"], ["D", "G"], ["E"], ["B"], ["C"]])
+    assert got == [frozenset("A"), frozenset("F"), frozenset("DG"), frozenset("E"),
+                   frozenset("B"), frozenset("C")]
+
+
+def test_node_in_two_clusters(paper):
+    with pytest.raises(MappingError, match=r"node 'D' is in two clusters"):
+        check_mapping(paper, [["A", "D", "F"], ["D", "G"], ["B"], ["C"], ["E"]])
+
+
+def test_unknown_node(paper):
+    with pytest.raises(MappingError, match=r"unknown node 'Q'"):
+        check_mapping(paper, [["A"], ["B"], ["C"], ["D"], ["E"], ["F"], ["G", "Q"]])
+
+
+def test_missing_node(paper):
+    with pytest.raises(MappingError, match=r"node 'E' is in no cluster"):
+        check_mapping(paper, [["A"], ["B"], ["C"], ["D"], ["F"], ["G"]])
+
+
+def test_mapping_error_is_a_network_error(paper):
+    assert issubclass(MappingError, NetworkError)
+    with pytest.raises(MappingError, match="empty"):
+        check_mapping(paper, [list("ABCDEFG"), []])
+
+
+def test_non_contiguous_cluster(paper):
+    # B -> D -> G: the path leaves {B, G} through D. {B, G} is also not weakly
+    # connected, which the package reports first; either way the cluster is named.
+    clusters = [["B", "G"], ["D"], ["A"], ["C"], ["E"], ["F"]]
+    with pytest.raises(MappingError, match=r"cluster 0 \['B', 'G'\] is infeasible"):
+        check_mapping(paper, clusters)
+    topo = Topology(paper)
+    assert cluster_problem(topo, topo.mask("BG"), "merge") is not None
+    # adding D makes it feasible
+    check_mapping(paper, [["B", "D", "G"], ["A"], ["C"], ["E"], ["F"]])
+
+
+def test_contiguity_is_checked_on_a_connected_cluster():
+    # a -> b -> c and a -> c: {a, c} is connected but the path a -> b -> c leaves it
+    network = Network("tri", "abc", {x: 2 for x in "abc"}, [("a", "b"), ("b", "c"), ("a", "c")])
+    with pytest.raises(MappingError, match=r"\['a', 'c'\].*contiguous"):
+        check_mapping(network, [["a", "c"], ["b"]])
+    check_mapping(network, [["a", "b"], ["c"]])
+
+
+def test_not_connected_cluster(paper):
+    clusters = [["F", "G"], ["A"], ["B"], ["C"], ["D"], ["E"]]
+    with pytest.raises(MappingError, match=r"\['F', 'G'\].*not weakly connected"):
+        check_mapping(paper, clusters)
+
+
+def test_not_layer_connected_under_merge(paper):
+    # F and G are both layer 0 and not joined within layer <= 0
+    clusters = [["A", "F", "D", "G"], ["B"], ["C"], ["E"]]
+    with pytest.raises(MappingError, match=r"\['A', 'D', 'F', 'G'\].*layer-connected"):
+        check_mapping(paper, clusters, "merge")
+    with pytest.raises(MappingError, match=r"\['A', 'D', 'F', 'G'\]"):
+        check_mapping(paper, clusters, "single")
+
+
+def test_feasible_under_merge_but_not_single(paper):
+    topo = Topology(paper)
+    merge = {as_partition(topo, m) for m in enumerate_mappings(paper, "merge")}
+    single = {as_partition(topo, m) for m in enumerate_mappings(paper, "single")}
+    only_merge = merge - single
+    assert len(only_merge) == 8
+    # every one of them holds {A, D, F} (A merges the clusters of D and F)
+    assert all(any({"A", "D", "F"} <= c for c in p) for p in only_merge)
+    for partition in only_merge:
+        clusters = [sorted(c) for c in partition]
+        check_mapping(paper, clusters, "merge")
+        with pytest.raises(MappingError, match=r"scheme single"):
+            check_mapping(paper, clusters, "single")
+    # the smallest one explicitly
+    assert frozenset(map(frozenset, ["ADF", "B", "C", "E", "G"])) in only_merge
+
+
+# --------------------------------------------------------------------------- brute force cross-check
+
+
+def random_dag(rng: random.Random, n: int, tag: str) -> Network:
+    """A random weakly connected DAG on ``n`` nodes, listed in a shuffled input order."""
+    names = [f"{tag}n{i}" for i in range(n)]  # names[i] -> names[j] only if i < j
+    p = rng.uniform(0.25, 0.6)
+    edges = {(names[i], names[j]) for i in range(n) for j in range(i + 1, n) if rng.random() < p}
+    graph = nx.Graph()
+    graph.add_nodes_from(names)
+    graph.add_edges_from(edges)
+    comps = [sorted(c, key=names.index) for c in nx.connected_components(graph)]
+    for left, right in zip(comps, comps[1:]):
+        u, v = sorted([rng.choice(left), rng.choice(right)], key=names.index)
+        edges.add((u, v))
+    order = names[:]
+    rng.shuffle(order)
+    edge_list = sorted(edges)
+    rng.shuffle(edge_list)
+    states = {x: rng.randint(1, 4) for x in names}
+    return Network(tag, order, states, edge_list)
+
+
+def reference_layers(graph: nx.DiGraph) -> dict[str, int]:
+    layer: dict[str, int] = {}
+    for x in reversed(list(nx.topological_sort(graph))):
+        layer[x] = max((layer[c] + 1 for c in graph.successors(x)), default=0)
+    return layer
+
+
+def reference_feasible(graph: nx.DiGraph, layer: dict[str, int], cluster: frozenset, scheme: str) -> bool:
+    """SPEC 2 taken literally, with networkx."""
+    sub = graph.subgraph(cluster)
+    if not nx.is_weakly_connected(sub):  # (a)
+        return False
+    for z in set(graph) - cluster:  # (b): a path member -> z -> member
+        if nx.ancestors(graph, z) & cluster and nx.descendants(graph, z) & cluster:
+            return False
+    for j in sorted({layer[x] for x in cluster}):
+        below = [x for x in cluster if layer[x] <= j]
+        low = graph.subgraph(below)
+        if scheme == "single":
+            if not nx.is_weakly_connected(low):
+                return False
+        else:  # (c)
+            at_j = {x for x in cluster if layer[x] == j}
+            if not any(at_j <= comp for comp in nx.weakly_connected_components(low)):
+                return False
+    return True
+
+
+def set_partitions(items: list):
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for partition in set_partitions(rest):
+        yield [[first]] + partition
+        for k in range(len(partition)):
+            yield partition[:k] + [[first] + partition[k]] + partition[k + 1 :]
+
+
+def brute_force(network: Network, scheme: str) -> set[frozenset[frozenset[str]]]:
+    graph = nx.DiGraph()
+    graph.add_nodes_from(network.nodes)
+    graph.add_edges_from(network.edges)
+    layer = reference_layers(graph)
+    cache: dict[frozenset, bool] = {}
+
+    def ok(cluster: frozenset) -> bool:
+        if cluster not in cache:
+            cache[cluster] = reference_feasible(graph, layer, cluster, scheme)
+        return cache[cluster]
+
+    found = set()
+    for partition in set_partitions(list(network.nodes)):
+        clusters = frozenset(frozenset(c) for c in partition)
+        if all(ok(c) for c in clusters):
+            found.add(clusters)
+    return found
+
+
+def test_set_partitions_counts():
+    # Bell numbers
+    assert [sum(1 for _ in set_partitions(list(range(n)))) for n in range(1, 8)] == [
+        1, 2, 5, 15, 52, 203, 877
+    ]
+
+
+def test_reference_checker_on_the_paper_example(paper):
+    assert len(brute_force(paper, "merge")) == 56
+    assert len(brute_force(paper, "single")) == 48
+
+
+def test_enumeration_matches_brute_force_on_random_dags():
+    rng = random.Random(20240521)
+    sizes = []
+    for g in range(40):
+        network = random_dag(rng, rng.randint(4, 8), f"g{g}")
+        graph = nx.DiGraph(list(network.edges))
+        graph.add_nodes_from(network.nodes)
+        assert nx.is_weakly_connected(graph)
+        assert layers(network) == reference_layers(graph)
+        topo = Topology(network)
+        for scheme in ("merge", "single"):
+            listed = [as_partition(topo, m) for m in enumerate_mappings(network, scheme)]
+            expected = brute_force(network, scheme)
+            assert len(listed) == len(set(listed)), (network.edges, scheme)
+            assert set(listed) == expected, (network.nodes, network.edges, scheme)
+            sizes.append(len(expected))
+    # the sample is not trivial
+    assert max(sizes) > 100

@@ -29,6 +29,7 @@ from .network import Network
 from .structure import Topology, bits
 
 TOLERANCE = 1e-9
+LINK_KEYS = ("lean", "full")
 
 
 def within(cost: float, bound: float) -> bool:
@@ -72,7 +73,10 @@ class Problem:
     """A connected network, a cost model and a scheme, precomputed for the search."""
 
     def __init__(self, network: Network, model: CostModel, scheme: str = "merge",
-                 graph: Network | None = None) -> None:
+                 graph: Network | None = None, key: str = "lean") -> None:
+        if key not in LINK_KEYS:
+            raise ValueError(f"unknown link key {key!r}: choose one of {', '.join(LINK_KEYS)}")
+        self.key = key
         self.network = network
         self.graph = graph or network  # what cost contexts see: the whole network
         self.model = model
@@ -83,6 +87,15 @@ class Problem:
         self._costs: dict[tuple, tuple[float, int]] = {}
         self._parents_of: dict[int, int] = {}
         self._children_cache: dict[int, int] = {}
+        self._closure: dict[int, tuple[int, int, int, int]] = {}
+        # descendants of the nodes above each layer: the only placed nodes a future
+        # contiguity check can reach
+        self._reach_above = []
+        for l in range(topo.l_max + 1):
+            reach = 0
+            for i in bits(topo.above[l]):
+                reach |= topo.desc[i]
+            self._reach_above.append(reach)
         self._estimates: dict[int, float] = {}
         self.evaluations = 0
         bounds = getattr(model, "node_lower_bounds", None)
@@ -298,9 +311,13 @@ class Problem:
         if joined:
             union = joined
             anchors = joined
+            kids = self._children_of(joined)
             for j in bits(merged):
                 union |= comps[j][0]
-                anchors |= comps[j][0] & -comps[j][0]
+                # anchor on a child of a joiner: a frontier node, the same on every
+                # branch linked to this one, so tied histories rebuild correctly
+                touched = comps[j][0] & kids
+                anchors |= touched & -touched
             c, msg = self._new_cluster_layer(joined, union, below)
             cost += c
             cls.append((joined, msg))
@@ -339,9 +356,56 @@ class Problem:
         return Branch(branch.layer, -1, comps, cls, branch.cost, branch.trail, branch.links)
 
     def link_key(self, branch: Branch) -> tuple:
-        """Dominance key of a completed layer (SPEC 5, the sound key): open components'
-        full membership and the frontier cluster-layers' messages."""
-        return (branch.layer, branch.comps, branch.cls)
+        """Dominance key of a completed layer: what any future cost or feasibility
+        check can read, so branches with equal keys have identical futures.
+
+        ``full`` is SPEC 5's known-sound key: the open components' membership and the
+        frontier cluster-layers with their messages. ``lean`` (default) keeps, per
+        open component, its frontier cluster-layers with their messages and the
+        placed nodes outside it that are both its ancestors and reachable from an
+        unplaced node (a future join through one would break contiguity), plus which
+        pairs of open components can never be merged (a shared layer, an arc between
+        them, or a path from one to the other through outside nodes). The argument is
+        in docs/search.md; tests compare both keys with brute force.
+        """
+        if self.key == "full":
+            return (branch.layer, branch.comps, branch.cls)
+        reach = self._reach_above[branch.layer]
+        placed = self.topo.upto[branch.layer]
+        parts = []
+        for members, _ in branch.comps:
+            frontier = tuple(c for c in branch.cls if c[0] & members)
+            parts.append((frontier, members, self._closures(members)))
+        parts.sort()
+        blocked = []
+        for i, (_, mi, (ancestors_i, descendants_i, touch_i, layers_i)) in enumerate(parts):
+            outside_i = ancestors_i & placed & ~mi
+            for j in range(i + 1, len(parts)):
+                _, mj, (ancestors_j, descendants_j, _, layers_j) = parts[j]
+                outside_j = ancestors_j & placed & ~mj
+                if (layers_i & layers_j or touch_i & mj
+                        or descendants_i & outside_j or descendants_j & outside_i):
+                    blocked.append((i, j))
+        return (
+            branch.layer,
+            tuple((frontier, closure[0] & placed & ~members & reach) for frontier, members, closure in parts),
+            tuple(blocked),
+        )
+
+    def _closures(self, members: int) -> tuple[int, int, int, int]:
+        """Ancestors, descendants (outside ``members``), neighbours and layers of a node set."""
+        got = self._closure.get(members)
+        if got is None:
+            topo = self.topo
+            ancestors = descendants = touch = layers_used = 0
+            for i in bits(members):
+                ancestors |= topo.anc[i]
+                descendants |= topo.desc[i]
+                touch |= topo.neighbours[i]
+                layers_used |= 1 << topo.layer[i]
+            got = (ancestors & ~members, descendants & ~members, touch & ~members, layers_used)
+            self._closure[members] = got
+        return got
 
     def advance(self, branch: Branch) -> Branch:
         """Move a completed, linked branch to the start of the next layer."""

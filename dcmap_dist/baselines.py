@@ -9,7 +9,7 @@ from typing import Any
 
 from .cost import evaluate_mapping
 from .engine import Branch, Problem, within
-from .limits import Limits, Stopwatch
+from .limits import Limits, SearchInterrupted, Stopwatch
 from .mappings import enumerate_mappings
 from .search import SearchOutcome
 
@@ -54,7 +54,11 @@ def bfs_search(
                 queue.append(problem.advance(branch))
             continue
         iterations += 1
-        queue.extend(problem.expand(branch, problem.next_proposal(branch)))
+        try:
+            queue.extend(problem.expand(branch, problem.next_proposal(branch), watch=watch))
+        except SearchInterrupted as stop:
+            stop_reason = stop.args[0]
+            break
     return SearchOutcome(best, found, stop_reason == "finished", stop_reason, iterations, trace,
                          watch.peak_memory_mb)
 

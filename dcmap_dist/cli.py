@@ -66,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     solve_.add_argument("--time-limit", type=float, metavar="S", help="stop after S seconds")
     solve_.add_argument("--max-iterations", type=int, metavar="N", help="stop after N iterations")
     solve_.add_argument("--memory-limit", type=float, metavar="MB", help="stop above MB MiB of memory")
+    solve_.add_argument("--link-key", choices=("lean", "full"), default="lean",
+                        help="dominance key: lean (default) or SPEC's full key")
+    solve_.add_argument("--no-bound", action="store_true", help="do not prune with the cost model's lower bound")
     solve_.add_argument("--output", "-o", metavar="FILE", help="write the result JSON to FILE ('-' for stdout)")
     solve_.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     solve_.set_defaults(run=_solve)
@@ -155,7 +158,7 @@ def _solve(args: argparse.Namespace) -> int:
     result = solve(
         network, cost=args.cost, scheme=args.scheme, method=args.method, alpha=args.alpha, seed=args.seed,
         time_limit=args.time_limit, max_iterations=args.max_iterations, memory_limit_mb=args.memory_limit,
-        order=args.order, addition=args.addition,
+        order=args.order, addition=args.addition, key=args.link_key, lower_bound=not args.no_bound,
         on_improvement=progress.improved, on_progress=progress.update,
     )
     progress.close()

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cost import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
+from .limits import Stopwatch
 from .network import Network
 from .structure import Topology, bits
 
@@ -73,7 +74,7 @@ class Problem:
     """A connected network, a cost model and a scheme, precomputed for the search."""
 
     def __init__(self, network: Network, model: CostModel, scheme: str = "merge",
-                 graph: Network | None = None, key: str = "lean") -> None:
+                 graph: Network | None = None, key: str = "lean", lower_bound: bool = True) -> None:
         if key not in LINK_KEYS:
             raise ValueError(f"unknown link key {key!r}: choose one of {', '.join(LINK_KEYS)}")
         self.key = key
@@ -87,6 +88,7 @@ class Problem:
         self._costs: dict[tuple, tuple[float, int]] = {}
         self._parents_of: dict[int, int] = {}
         self._children_cache: dict[int, int] = {}
+        self._singleton_messages: dict[int, int] = {}
         self._closure: dict[int, tuple[int, int, int, int]] = {}
         # descendants of the nodes above each layer: the only placed nodes a future
         # contiguity check can reach
@@ -98,7 +100,7 @@ class Problem:
             self._reach_above.append(reach)
         self._estimates: dict[int, float] = {}
         self.evaluations = 0
-        bounds = getattr(model, "node_lower_bounds", None)
+        bounds = getattr(model, "node_lower_bounds", None) if lower_bound else None
         per_node = bounds(self.graph) if bounds else {}
         self.node_bound = [float(per_node.get(x, 0.0)) for x in network.nodes]
         self._bound_above = [
@@ -190,6 +192,17 @@ class Problem:
             cls.append((1 << i, msg))
         return self.score(self.finish_layer(Branch(0, -1, tuple(comps), tuple(cls), cost)))
 
+    def singletons(self) -> Branch:
+        """The complete mapping in which every node is its own cluster (always feasible)."""
+        cost = 0.0
+        for l in range(self.topo.l_max + 1):
+            for i in bits(self.topo.layer_mask[l]):
+                kids = tuple((1 << c, False, self._singleton_messages[c])
+                             for c in bits(self.topo.children[i]))
+                c, self._singleton_messages[i] = self.cluster_layer_cost(1 << i, kids)
+                cost += c
+        return Branch(self.topo.l_max, -1, (), (), cost)
+
     def next_proposal(self, branch: Branch) -> int:
         """Index of the component to expand next: the unfixed one with the fewest
         unplaced candidate nodes (ties by position)."""
@@ -204,15 +217,19 @@ class Problem:
                 best, best_count = idx, count
         return best
 
-    def expand(self, branch: Branch, proposal: int, g_min: float = math.inf) -> list[Branch]:
+    def expand(self, branch: Branch, proposal: int, g_min: float = math.inf,
+               watch: Stopwatch | None = None) -> list[Branch]:
         """Children of ``branch`` for ``proposal`` (a component index), one per feasible
-        combination, scored; those whose bound exceeds ``g_min`` are dropped."""
+        combination, scored; those whose bound exceeds ``g_min`` are dropped. With a
+        ``watch``, a limit reached mid-expansion raises SearchInterrupted."""
         topo = self.topo
         layer = branch.layer
         free = topo.layer_mask[layer] & ~branch.assigned
         below = tuple(c for c in branch.cls if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer)
         children = []
-        for joined, merged in self._combos(branch, proposal, free):
+        for count, (joined, merged) in enumerate(self._combos(branch, proposal, free), 1):
+            if watch is not None:
+                watch.check_within(count)
             child = self._apply(branch, proposal, joined, merged, free, below)
             if child is not None:
                 self.score(child)
@@ -238,20 +255,18 @@ class Problem:
     def _merge_combos(self, branch: Branch, proposal: int, free: int) -> Iterator[tuple[int, int]]:
         """Connected sets of layer nodes and unfixed components containing the proposal,
         in which the components have no arc and no layer in common and the union is
-        contiguous. Each set is generated once (extension-set enumeration)."""
+        contiguous. Each set is generated once (extension-set enumeration); the lone
+        proposal, with no joiner, is the "not extended" combination."""
         topo = self.topo
         comps = branch.comps
         open_idx = [i for i, (_, fixed) in enumerate(comps) if not fixed]
         comp_layers = {i: topo.layers_of(comps[i][0]) for i in open_idx}
         touch = {i: self.parents_of(comps[i][0]) | self._children_of(comps[i][0]) for i in open_idx}
-        out: list[tuple[int, int]] = []
 
-        def grow(joined: int, merged: int, union: int, layers_used: int,
-                 cand_nodes: int, cand_comps: int, banned_nodes: int, banned_comps: int) -> None:
-            if not joined and merged != 1 << proposal:
-                return
+        def grow(joined: int, merged: int, union: int, layers_used: int, cand_nodes: int,
+                 cand_comps: int, banned_nodes: int, banned_comps: int) -> Iterator[tuple[int, int]]:
             if topo.is_convex(joined | union):
-                out.append((joined, merged))
+                yield joined, merged
             while cand_nodes or cand_comps:
                 if cand_nodes:
                     low = cand_nodes & -cand_nodes
@@ -262,8 +277,8 @@ class Problem:
                         bit = 1 << j
                         if not (merged | cand_comps | banned_comps) & bit and topo.children[i] & comps[j][0]:
                             new_comps |= bit
-                    grow(joined | low, merged, union, layers_used, cand_nodes, cand_comps | new_comps,
-                         banned_nodes, banned_comps)
+                    yield from grow(joined | low, merged, union, layers_used, cand_nodes,
+                                    cand_comps | new_comps, banned_nodes, banned_comps)
                     banned_nodes |= low
                 else:
                     bit = cand_comps & -cand_comps
@@ -274,14 +289,12 @@ class Problem:
                     if touch[j] & union or comp_layers[j] & layers_used:
                         continue
                     new_nodes = self.parents_of(m) & free & ~(joined | cand_nodes | banned_nodes)
-                    grow(joined, merged | bit, union | m, layers_used | comp_layers[j],
-                         cand_nodes | new_nodes, cand_comps, banned_nodes, banned_comps)
+                    yield from grow(joined, merged | bit, union | m, layers_used | comp_layers[j],
+                                    cand_nodes | new_nodes, cand_comps, banned_nodes, banned_comps)
 
         members = comps[proposal][0]
-        grow(0, 1 << proposal, members, comp_layers[proposal],
-             self.parents_of(members) & free, 0, 0, 1 << proposal)
-        # a lone component with no joiner is the "not extended" combination
-        return iter(out)
+        return grow(0, 1 << proposal, members, comp_layers[proposal],
+                    self.parents_of(members) & free, 0, 0, 1 << proposal)
 
     def _children_of(self, mask: int) -> int:
         """All children of the nodes of ``mask``."""

@@ -34,6 +34,10 @@ def memory_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+class SearchInterrupted(Exception):
+    """A limit was reached in the middle of an expansion; ``args[0]`` names it."""
+
+
 class Stopwatch:
     """Checks the limits every ``every`` loop turns; samples peak memory as it goes."""
 
@@ -56,15 +60,26 @@ class Stopwatch:
 
     def exceeded(self, iterations: int) -> str | None:
         """The name of the limit reached, if any."""
+        if self.limits.max_iterations is not None and iterations >= self.limits.max_iterations:
+            return "max_iterations"
+        return self.resources_exceeded()
+
+    def resources_exceeded(self) -> str | None:
+        """The name of the time or memory limit reached, if any."""
         limits = self.limits
         self.peak_memory_mb = max(self.peak_memory_mb, memory_mb())
-        if limits.max_iterations is not None and iterations >= limits.max_iterations:
-            return "max_iterations"
         if limits.time_limit is not None and self.elapsed() >= limits.time_limit:
             return "time_limit"
         if limits.memory_limit_mb is not None and self.peak_memory_mb >= limits.memory_limit_mb:
             return "memory_limit"
         return None
+
+    def check_within(self, count: int) -> None:
+        """Inside a long inner loop: raise SearchInterrupted once a limit is reached."""
+        if count % self.every == 0:
+            reason = self.resources_exceeded()
+            if reason:
+                raise SearchInterrupted(reason)
 
     def progress_due(self) -> bool:
         """True at most once every ``progress_every`` seconds."""

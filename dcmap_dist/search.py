@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .engine import Branch, Problem, within
-from .limits import Limits, Stopwatch
+from .limits import Limits, SearchInterrupted, Stopwatch
 
 
 @dataclass(slots=True)
@@ -50,15 +50,19 @@ class SearchOutcome:
     link_records: int = 0
 
 
-def greedy_dive(problem: Problem) -> Branch:
-    """A heuristic complete mapping: follow the cheapest child (by ``g_hat``) from the root."""
-    branch = problem.root()
-    while not problem.is_complete(branch):
-        if branch.layer_done:
-            branch = problem.advance(branch)
-        children = problem.expand(branch, problem.next_proposal(branch))
-        branch = min(children, key=lambda b: b.estimate)
-    return branch
+def greedy_dive(problem: Problem, watch: Stopwatch | None = None) -> Branch:
+    """A heuristic complete mapping: follow the cheapest child (by ``g_hat``) from the
+    root. If a limit stops the dive, the mapping of all singletons (always feasible)."""
+    try:
+        branch = problem.root()
+        while not problem.is_complete(branch):
+            if branch.layer_done:
+                branch = problem.advance(branch)
+            children = problem.expand(branch, problem.next_proposal(branch), watch=watch)
+            branch = min(children, key=lambda b: b.estimate)
+        return branch
+    except SearchInterrupted:
+        return problem.singletons()
 
 
 class _Queue:
@@ -107,7 +111,7 @@ def dcmap_search(
     iterations = 0
     trace: list[tuple[int, float, float]] = []
 
-    incumbent = greedy_dive(problem)
+    incumbent = greedy_dive(problem, watch)
     g_min = incumbent.cost
     trace.append((0, watch.elapsed(), g_min))
     if on_improvement:
@@ -158,8 +162,13 @@ def dcmap_search(
         if any(record.dominated for record in branch.links) or not within(branch.bound, g_min):
             continue
         iterations += 1
+        try:
+            children = problem.expand(branch, problem.next_proposal(branch), g_min, watch)
+        except SearchInterrupted as stop:
+            stop_reason = stop.args[0]
+            break
         survivors = []
-        for child in problem.expand(branch, problem.next_proposal(branch), g_min):
+        for child in children:
             if child.layer_done:
                 child = settle(child)
             if child is not None:

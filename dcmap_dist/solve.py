@@ -17,7 +17,7 @@ from .engine import Problem, joins_to_clusters, trail_joins, within
 from .limits import Limits
 from .mappings import check_scheme, mapping_names
 from .network import Network
-from .search import SearchOutcome, dcmap_search, greedy_dive
+from .search import SearchOutcome, dcmap_search
 
 METHODS = ("dcmap", "bfs", "brute")
 
@@ -51,6 +51,8 @@ class SolveResult:
     stop_reason: str
     alpha: float
     seed: int
+    link_key: str
+    lower_bound: bool
     peak_memory_mb: float
     components: list[dict[str, Any]] = field(default_factory=list)
 
@@ -75,6 +77,8 @@ def solve(
     addition: float = 0.6,
     on_improvement: Callable[[float, int, float], None] | None = None,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
+    key: str = "lean",
+    lower_bound: bool = True,
 ) -> SolveResult:
     """Find every optimal cluster mapping of ``network``.
 
@@ -83,15 +87,18 @@ def solve(
     ``bfs`` or ``brute``. Limits stop the search cleanly with the best mappings so
     far and ``proven_optimal = False``. ``on_improvement(cost, iteration, seconds)``
     hears every improved total; ``on_progress(stats)`` about once a second.
+    ``key`` (``lean`` or ``full``) picks the dominance key and ``lower_bound=False``
+    switches off pruning by the model's lower bound (both for comparisons).
     """
     check_scheme(scheme)
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
     model = load_cost(cost, order=order, addition=addition)
     start = time.perf_counter()
-    problems = [Problem(part, model, scheme, graph=network) for part in network.components()]
+    problems = [Problem(part, model, scheme, graph=network, key=key, lower_bound=lower_bound)
+                for part in network.components()]
     # until a component is searched, its greedy mapping stands in for the anytime total
-    standing = [greedy_dive(p).cost for p in problems] if method == "dcmap" else [math.nan] * len(problems)
+    standing = [p.singletons().cost for p in problems] if method == "dcmap" else [math.nan] * len(problems)
     outcomes: list[SearchOutcome] = []
     trace: list[dict[str, float]] = []
     offset = 0
@@ -114,7 +121,9 @@ def solve(
         outcome = _run(problem, method, alpha, seed, limits, improved, on_progress)
         outcomes.append(outcome)
         offset += outcome.iterations
-    return _combine(network, model, scheme, method, alpha, seed, problems, outcomes, trace, start)
+    settings = {"scheme": scheme, "method": method, "alpha": alpha, "seed": seed,
+                "link_key": key, "lower_bound": lower_bound}
+    return _combine(network, model, settings, problems, outcomes, trace, start)
 
 
 def _remaining(time_limit, max_iterations, memory_limit_mb, start, used) -> Limits | None:
@@ -153,12 +162,12 @@ def _mappings(problem: Problem, method: str, outcome: SearchOutcome) -> list[tup
     return [(c, cost, found) for c, (cost, found) in best.items()]
 
 
-def _combine(network, model, scheme, method, alpha, seed, problems, outcomes, trace, start) -> SolveResult:
+def _combine(network, model, settings, problems, outcomes, trace, start) -> SolveResult:
     per_component = []
     parts = []
     offset = 0
     for problem, outcome in zip(problems, outcomes):
-        found = _mappings(problem, method, outcome)
+        found = _mappings(problem, settings["method"], outcome)
         parts.append([(mapping_names(problem.topo, c), cost, offset + it) for c, cost, it in found])
         per_component.append({
             "nodes": len(problem.network.nodes), "optimal_cost": outcome.best_cost,
@@ -180,8 +189,6 @@ def _combine(network, model, scheme, method, alpha, seed, problems, outcomes, tr
         network=network.name,
         network_hash=network.content_hash(),
         cost_model={"name": getattr(model, "name", "user"), **model_params(model)},
-        scheme=scheme,
-        method=method,
         optimal_cost=optimal,
         proven_optimal=all(o.proven for o in outcomes),
         solutions=solutions,
@@ -191,8 +198,7 @@ def _combine(network, model, scheme, method, alpha, seed, problems, outcomes, tr
         elapsed_seconds=time.perf_counter() - start,
         trace=trace,
         stop_reason=stops[0] if stops else "finished",
-        alpha=alpha,
-        seed=seed,
         peak_memory_mb=max((o.peak_memory_mb for o in outcomes), default=0.0),
         components=per_component,
+        **settings,
     )

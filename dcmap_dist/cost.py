@@ -9,6 +9,11 @@ passes up. A model may also supply
   made of whole cluster-layers and closed upwards within their layers (the nodes
   the search has not yet placed), the cluster-layers inside ``U`` cost at least
   ``sum(b[x] for x in U)``;
+* ``message_lower_bound(graph, nodes, message) -> float``: a bound on what absorbing
+  the message of cluster-layer ``nodes`` costs a parent cluster-layer, whichever it is
+  and however it is mapped; the search adds it for every placed cluster-layer that
+  still has an unplaced parent (each absorption is counted once and is not part of
+  any node's bound);
 * ``estimate(graph, nodes) -> float``: the paper's heuristic ``h``, an estimate
   of the cost of the nodes still to place, used only to order the queue.
 """
@@ -180,6 +185,16 @@ class DcmapCost:
             summed = self.addition * cpt * (card - 1) / card if graph.parents[x] else 0.0
             bounds[x] = cpt + summed
         return bounds
+
+    def message_lower_bound(self, graph: Network, nodes: frozenset[str], message: frozenset[str]) -> float:
+        """What any parent cluster-layer pays to absorb this message (see docs/cost-model.md)."""
+        return _message_bound(self, graph, nodes, message)
+
+
+def _message_bound(model: DcmapCost, graph: Network, nodes: frozenset[str], message: frozenset[str]) -> float:
+    """Absorbing ``message`` marginalises out its link nodes (no node of the child
+    cluster-layer is in the absorber's ``Jcpt``): at least ``addition * |J| * (1 - 1/|L|)``."""
+    return model.addition * _size(graph, message) * (1 - 1 / _size(graph, message & nodes))
 
 
 def _parents_in(graph: Network, child: ChildClusterLayer, nodes: frozenset[str]) -> set[str]:

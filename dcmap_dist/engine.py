@@ -107,6 +107,8 @@ class Problem:
             sum(self.node_bound[i] for i in bits(topo.above[l])) for l in range(topo.l_max + 1)
         ]
         self._estimator = getattr(model, "estimate", None)
+        self._message_bound_of = getattr(model, "message_lower_bound", None) if lower_bound else None
+        self._message_bounds: dict[tuple[int, int], float] = {}
 
     # -- small cached facts -------------------------------------------------
     def parents_of(self, mask: int) -> int:
@@ -127,12 +129,25 @@ class Problem:
         return topo.above[branch.layer] | (topo.layer_mask[branch.layer] & ~branch.assigned)
 
     def lower_bound(self, branch: Branch) -> float:
-        """Admissible bound on the cost still to come."""
+        """Admissible bound on the cost still to come: the unplaced nodes' bounds, plus
+        the absorption of every placed cluster-layer that an unplaced parent will read."""
         bound = self._bound_above[branch.layer]
         if not branch.layer_done:
             for i in bits(self.topo.layer_mask[branch.layer] & ~branch.assigned):
                 bound += self.node_bound[i]
+        if self._message_bound_of is not None:
+            rest = self.remaining(branch)
+            for members, msg in branch.cls:
+                if self.parents_of(members) & rest:
+                    bound += self._message_bound(members, msg)
         return bound
+
+    def _message_bound(self, members: int, msg: int) -> float:
+        got = self._message_bounds.get((members, msg))
+        if got is None:
+            got = self._message_bound_of(self.graph, self.topo.names(members), self.messages[msg])
+            self._message_bounds[(members, msg)] = got
+        return got
 
     def estimate(self, branch: Branch) -> float:
         """The paper's ``h``: the model's estimate of the rest, else the lower bound."""

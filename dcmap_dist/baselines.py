@@ -30,6 +30,9 @@ def bfs_search(
     trace: list[tuple[int, float, float]] = []
     stop_reason = "finished"
     while queue:
+        if watch.iterations_exceeded(iterations):
+            stop_reason = "max_iterations"
+            break
         if watch.tick():
             reason = watch.exceeded(iterations)
             if reason:

@@ -241,3 +241,7 @@ class _Progress:
 
     def close(self) -> None:
         self._clear()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -54,13 +54,17 @@ class Stopwatch:
         return time.perf_counter() - self.start
 
     def tick(self) -> bool:
-        """Count a loop turn; true when it is time to check the limits."""
+        """Count a loop turn; true on the first turn and every ``every`` turns after."""
         self.turns += 1
-        return self.turns % self.every == 0
+        return self.turns % self.every == 1
+
+    def iterations_exceeded(self, iterations: int) -> bool:
+        """True once ``iterations`` reaches the iteration limit (checked every turn)."""
+        return self.limits.max_iterations is not None and iterations >= self.limits.max_iterations
 
     def exceeded(self, iterations: int) -> str | None:
         """The name of the limit reached, if any."""
-        if self.limits.max_iterations is not None and iterations >= self.limits.max_iterations:
+        if self.iterations_exceeded(iterations):
             return "max_iterations"
         return self.resources_exceeded()
 

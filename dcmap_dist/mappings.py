@@ -63,13 +63,17 @@ def check_mapping(
     topo = Topology(network)
     seen: dict[str, int] = {}
     result: list[frozenset[str]] = []
+    if isinstance(clusters, (str, bytes)) or not isinstance(clusters, Iterable):
+        raise MappingError(f"the clusters must be a list of lists of node names, got {clusters!r}")
     for k, cluster in enumerate(clusters):
-        if isinstance(cluster, str):
-            raise MappingError(f"cluster {k} must be a list of node names, got the string {cluster!r}")
+        if isinstance(cluster, (str, bytes)) or not isinstance(cluster, Iterable):
+            raise MappingError(f"cluster {k} must be a list of node names, got {cluster!r}")
         members = list(cluster)
         if not members:
             raise MappingError(f"cluster {k} is empty")
         for x in members:
+            if not isinstance(x, str):
+                raise MappingError(f"cluster {k} holds {x!r}, which is not a node name")
             if x not in network.index:
                 raise MappingError(f"cluster {k} names unknown node {x!r}")
             if x in seen:

@@ -213,7 +213,7 @@ def read_text(path: Path) -> str:
                 return handle.read()
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise NetworkError(f"no such network file: {path}") from None
+        raise NetworkError(f"no such file: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise NetworkError(f"cannot read {path}: {exc}") from None
 

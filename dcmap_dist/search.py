@@ -146,6 +146,9 @@ def dcmap_search(
     active = settle(problem.root())
     stop_reason = "finished"
     while True:
+        if watch.iterations_exceeded(iterations):
+            stop_reason = "max_iterations"
+            break
         if watch.tick():
             reason = watch.exceeded(iterations)
             if reason:

@@ -57,10 +57,18 @@ class SolveResult:
     components: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain data; a cost that was never found (breadth-first search stopped before
+        completing a mapping) is None."""
+        data = asdict(self)
+        if not math.isfinite(self.optimal_cost):
+            data["optimal_cost"] = None
+        for part in data["components"]:
+            if not math.isfinite(part["optimal_cost"]):
+                part["optimal_cost"] = None
+        return data
 
     def to_json(self, indent: int | None = 1) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
 
 def solve(
@@ -115,8 +123,9 @@ def solve(
             if on_improvement:
                 on_improvement(total, offset + iteration, seconds)
 
-        if limits is None:
-            outcomes.append(SearchOutcome(math.inf, [], False, "time_limit", 0))
+        if isinstance(limits, str):  # the budget is spent: keep the all-singletons mapping
+            fallback = problem.singletons()
+            outcomes.append(SearchOutcome(fallback.cost, [(None, fallback.cost, 0)], False, limits, 0))
             continue
         outcome = _run(problem, method, alpha, seed, limits, improved, on_progress)
         outcomes.append(outcome)
@@ -126,12 +135,14 @@ def solve(
     return _combine(network, model, settings, problems, outcomes, trace, start)
 
 
-def _remaining(time_limit, max_iterations, memory_limit_mb, start, used) -> Limits | None:
-    """The limits left for the next component, or None if nothing is left."""
+def _remaining(time_limit, max_iterations, memory_limit_mb, start, used) -> Limits | str:
+    """The limits left for the next component, or the name of the one used up."""
     left_time = None if time_limit is None else time_limit - (time.perf_counter() - start)
     left_iterations = None if max_iterations is None else max_iterations - used
-    if (left_time is not None and left_time <= 0) or (left_iterations is not None and left_iterations <= 0):
-        return None
+    if left_time is not None and left_time <= 0:
+        return "time_limit"
+    if left_iterations is not None and left_iterations <= 0:
+        return "max_iterations"
     return Limits(left_time, left_iterations, memory_limit_mb)
 
 

@@ -1,11 +1,15 @@
-"""Serial benchmark: solve the bnlearn networks and the seagrass case study in order of
-size, with a time limit per network, and compare DCMAP with breadth-first search and
-with DCMAP stripped of its lower bound or of its lean dominance key.
+"""Serial benchmark: solve every network of ../shared/networks (the 24 bnlearn networks
+and the seagrass case study, one and two slices) in order of size, with a time limit
+per network, and compare DCMAP with breadth-first search and with DCMAP stripped of its
+lower bound or of its lean dominance key.
 
-Every run is its own process, so the peak memory of one run is its own. Writes
-``results/serial.csv`` and the table in ``results/README.md``.
+Networks of up to ``--max-nodes`` nodes run every variant (DCMAP with ``--time-limit``,
+the others with ``--other-time-limit``); larger ones run DCMAP and breadth-first search
+with ``--large-time-limit``. Every run is its own process, so its peak memory is its
+own. Rows are upserted into ``results/serial.csv`` (keyed by network and variant) and
+the table in ``results/README.md`` is rebuilt from it, with the commands that made it.
 
-    python scripts/benchmark.py --time-limit 600 --other-time-limit 120 --max-nodes 40
+    python scripts/benchmark.py --time-limit 600 --other-time-limit 60 --large-time-limit 60
 """
 
 from __future__ import annotations
@@ -32,8 +36,8 @@ COLUMNS = ["network", "nodes", "arcs", "eta", "variant", "time_limit", "cost", "
            "elapsed_seconds", "peak_memory_mb", "stop_reason"]
 
 
-def networks(max_nodes: int | None) -> list[tuple[str, dict]]:
-    """(label, load_network keyword arguments) in order of node count."""
+def networks() -> list[tuple[int, str, dict]]:
+    """(nodes, label, load_network keyword arguments) in order of node count."""
     sys.path.insert(0, str(ROOT))
     from dcmap_dist.loading import load_network
 
@@ -43,12 +47,9 @@ def networks(max_nodes: int | None) -> list[tuple[str, dict]]:
     template = str(NETWORKS / "seagrass-2tbn.json")
     found.append(("seagrass-1slice", {"source": template, "slices": 1, "order": "paper"}))
     found.append(("seagrass-2slices", {"source": template, "slices": 2, "order": "paper"}))
-    sized = []
-    for label, spec in found:
-        size = len(load_network(spec["source"], slices=spec.get("slices")).nodes)
-        if max_nodes is None or size <= max_nodes:
-            sized.append((size, label, spec))
-    return [(label, spec) for _, label, spec in sorted(sized, key=lambda t: (t[0], t[1]))]
+    sized = [(len(load_network(spec["source"], slices=spec.get("slices")).nodes), label, spec)
+             for label, spec in found]
+    return sorted(sized, key=lambda t: (t[0], t[1]))
 
 
 def run_one(spec: dict, variant: str, time_limit: float) -> dict:
@@ -93,17 +94,35 @@ def run_isolated(label: str, spec: dict, variant: str, time_limit: float) -> dic
     return {"network": label, "variant": variant, "time_limit": time_limit, **row}
 
 
-def write_results(rows: list[dict], command: str, out_dir: Path) -> None:
+def read_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def upsert(rows: list[dict], row: dict) -> list[dict]:
+    """``rows`` with ``row`` replacing the row of the same network and variant."""
+    kept = [r for r in rows if (r["network"], r["variant"]) != (row["network"], row["variant"])]
+    return kept + [row]
+
+
+def write_results(rows: list[dict], commands: list[str], out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
+    order = {label: k for k, (_, label, _) in enumerate(networks())}
+    variants = list(VARIANTS)
+    rows = sorted(rows, key=lambda r: (order.get(r["network"], len(order)), variants.index(r["variant"])))
     with open(out_dir / "serial.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS)
         writer.writeheader()
         for row in rows:
             writer.writerow({k: row.get(k) for k in COLUMNS})
+    (out_dir / "serial-commands.txt").write_text("".join(c + "\n" for c in commands))
     lines = [
-        "# Serial benchmark", "",
-        "Made by:", "", f"    {command}", "",
-        f"on {time.strftime('%Y-%m-%d')}, one process per run, on a 2-core machine (runs one at a time).",
+        "## Serial benchmark", "",
+        "Made by (later commands replace the rows they rerun):", "",
+        *[f"    {c}" for c in commands], "",
+        f"Last run {time.strftime('%Y-%m-%d')}; one process per run, one run at a time, on a 2-core machine.",
         "`cost` is the optimum when `proven` is yes, else the best found; times in seconds; "
         "memory is the run's peak resident size in MiB. `first opt.` is the iteration and "
         "second at which a mapping of the final cost was first found.", "",
@@ -115,7 +134,7 @@ def write_results(rows: list[dict], command: str, out_dir: Path) -> None:
         first = f"{r.get('first_optimal_iteration')} / {r.get('first_optimal_seconds')}"
         lines.append(
             f"| {r['network']} | {r.get('nodes', '')} | {r.get('eta', '')} | {r['variant']} | {r.get('cost', '')} "
-            f"| {'yes' if r.get('proven') else 'no'} | {r.get('solutions', '')} | {r.get('iterations', '')} "
+            f"| {'yes' if str(r.get('proven')) == 'True' else 'no'} | {r.get('solutions', '')} | {r.get('iterations', '')} "
             f"| {first} | {_blank(r.get('proof_seconds'))} | {r.get('peak_memory_mb', '')} | {r.get('stop_reason', '')} |"
         )
     table = "\n".join(lines) + "\n"
@@ -135,8 +154,9 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=600, help="seconds per network for dcmap")
     parser.add_argument("--other-time-limit", type=float, default=120,
                         help="seconds per network for bfs and the dcmap ablations")
-    parser.add_argument("--max-nodes", type=int, default=40, help="skip larger networks (default 40)")
-    parser.add_argument("--variants", default="dcmap,bfs,dcmap-no-bound,dcmap-full-key")
+    parser.add_argument("--max-nodes", type=int, default=40, help="networks up to this size run every variant")
+    parser.add_argument("--large-time-limit", type=float, default=60, help="seconds per larger network")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="variants for the smaller networks")
     parser.add_argument("--only", help="comma-separated network labels to run")
     parser.add_argument("--out", default=str(ROOT / "results"))
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -145,18 +165,26 @@ def main() -> None:
         spec, variant, time_limit = json.loads(args.one)
         print(json.dumps(run_one(spec, variant, time_limit)))
         return
+    out = Path(args.out)
     command = "python scripts/benchmark.py " + " ".join(sys.argv[1:])
-    rows = []
+    commands_file = out / "serial-commands.txt"
+    commands = commands_file.read_text().splitlines() if commands_file.exists() else []
+    commands = [c for c in commands if c != command] + [command]
+    rows = read_rows(out / "serial.csv")
     only = set(args.only.split(",")) if args.only else None
-    for label, spec in networks(args.max_nodes):
+    for size, label, spec in networks():
         if only and label not in only:
             continue
-        for variant in args.variants.split(","):
-            limit = args.time_limit if variant == "dcmap" else args.other_time_limit
+        small = size <= args.max_nodes
+        for variant in args.variants.split(",") if small else ["dcmap", "bfs"]:
+            if not small:
+                limit = args.large_time_limit
+            else:
+                limit = args.time_limit if variant == "dcmap" else args.other_time_limit
             row = run_isolated(label, spec, variant, limit)
-            rows.append(row)
+            rows = upsert(rows, row)
             print(json.dumps(row), flush=True)
-            write_results(rows, command, Path(args.out))
+            write_results(rows, commands, out)
 
 
 if __name__ == "__main__":

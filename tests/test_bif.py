@@ -222,5 +222,5 @@ def test_read_error_names_the_file(tmp_path: Path) -> None:
     path.write_text(SMALL.replace("[ 3 ]", "[ 4 ]"), encoding="utf-8")
     with pytest.raises(NetworkError, match="bad.bif: line 8: variable 'b'"):
         read_bif(path)
-    with pytest.raises(NetworkError, match="no such network file"):
+    with pytest.raises(NetworkError, match="no such file"):
         read_bif(tmp_path / "missing.bif")

@@ -220,7 +220,7 @@ def test_malformed_json_file(tmp_path):
 
 
 def test_missing_file(tmp_path):
-    with pytest.raises(NetworkError, match="no such network file"):
+    with pytest.raises(NetworkError, match="no such file"):
         load_network(tmp_path / "absent.json")
 
 

@@ -1,0 +1,119 @@
+"""Helpers for tests/test_search.py and tests/test_cli.py: seeded random networks
+and deterministic user cost models (loadable as ``search_costs:<name>``).
+
+Every hash here is stable across processes (zlib.crc32 over a canonical repr),
+never Python's salted ``hash()``.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections.abc import Hashable, Iterable
+
+from dcmap_dist.cost import CostContext, DcmapCost
+from dcmap_dist.network import Network
+from dcmap_dist.structure import long_arcs
+
+
+# --------------------------------------------------------------------------- random networks
+
+
+def random_network(seed: int, n_min: int = 5, n_max: int = 10) -> Network:
+    """A connected random DAG with ``n_min..n_max`` nodes, seeded.
+
+    Nodes are listed in an input order shuffled against the topological order (the
+    cost model reads the input order), have 1 to 4 states, and some are observed.
+    Arcs are drawn between any two nodes of the hidden topological order, so many
+    of them skip layers; every third graph also gets an explicit long arc
+    (a chain ``a -> b -> c`` plus ``a -> c``).
+    """
+    rng = random.Random(seed)
+    n = rng.randint(n_min, n_max)
+    topo_order = [f"X{i}" for i in range(n)]  # parents before children
+    edges: set[tuple[str, str]] = set()
+    # connected: every node after the first attaches to an earlier one
+    for i in range(1, n):
+        j = rng.randrange(i)
+        edges.add((topo_order[j], topo_order[i]))
+    density = rng.choice([0.0, 0.1, 0.2, 0.35])
+    for i in range(n):
+        for j in range(i + 1, n):
+            if rng.random() < density:
+                edges.add((topo_order[i], topo_order[j]))
+    if seed % 3 == 0 and n >= 3:
+        a, b, c = sorted(rng.sample(range(n), 3))
+        edges |= {(topo_order[a], topo_order[b]), (topo_order[b], topo_order[c]),
+                  (topo_order[a], topo_order[c])}
+    # keep the arc count modest so brute force stays cheap
+    states = {x: rng.randint(1, 4) for x in topo_order}
+    observed = [x for x in topo_order if rng.random() < 0.12]
+    input_order = topo_order[:]
+    rng.shuffle(input_order)
+    edge_list = sorted(edges)
+    rng.shuffle(edge_list)
+    return Network(f"random-{seed}", input_order, states, edge_list, observed)
+
+
+def has_long_arc(network: Network) -> bool:
+    return bool(long_arcs(network))
+
+
+# --------------------------------------------------------------------------- cost models
+
+
+def _stable(data: object) -> int:
+    return zlib.crc32(repr(data).encode())
+
+
+def _message_repr(message: Hashable) -> object:
+    """A canonical, process-independent form of a message."""
+    if isinstance(message, (frozenset, set)):
+        return ("set", tuple(sorted(repr(m) for m in message)))
+    return ("val", repr(message))
+
+
+def context_key(ctx: CostContext) -> tuple:
+    """Everything SPEC section 3 lets a cost read, in a canonical form."""
+    return (
+        tuple(sorted(ctx.nodes)),
+        ctx.layer,
+        tuple(
+            (tuple(sorted(c.nodes)), c.layer, bool(c.same_cluster), _message_repr(c.message))
+            for c in sorted(ctx.children, key=lambda c: (c.layer, sorted(c.nodes)))
+        ),
+    )
+
+
+def hash_cost(ctx: CostContext) -> tuple[float, tuple]:
+    """An arbitrary positive cost in [1, 100] depending on the whole context; the
+    message is a coarse hash (3 values), not the node set, so different histories
+    often pass the same message (exercising the search's linking)."""
+    h = _stable(("cost", context_key(ctx)))
+    cost = 1.0 + (h % 99001) / 1000.0  # 1.000 .. 100.000
+    return cost, ("m", _stable(("msg", context_key(ctx))) % 3)
+
+
+def tie_cost(ctx: CostContext) -> tuple[int, int]:
+    """Small integer costs 1..3 depending on the whole context, so many mappings tie;
+    the message is one bit of a hash."""
+    h = _stable(("tie", context_key(ctx)))
+    return 1 + h % 3, _stable(("tiemsg", context_key(ctx))) % 2
+
+
+def same_cluster_cost(ctx: CostContext) -> float:
+    """A cost that rewards merging: 1 + 0.5 per node + 2 per child cluster-layer in
+    another cluster (returns a bare cost, so the message is the node set)."""
+    return 1.0 + 0.5 * len(ctx.nodes) + 2.0 * sum(1 for c in ctx.children if not c.same_cluster)
+
+
+COST_MODELS = {
+    "dcmap-cpt": DcmapCost("cpt"),
+    "dcmap-paper": DcmapCost("paper"),
+    "hash": hash_cost,
+    "tie": tie_cost,
+}
+
+
+def partition(clusters: Iterable[Iterable[str]]) -> frozenset[frozenset[str]]:
+    return frozenset(frozenset(c) for c in clusters)

@@ -1,0 +1,355 @@
+"""Tests of the ``dcmap`` command line (info, cost, solve, template), run in-process
+through ``dcmap_dist.cli.main`` and once through a subprocess."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dcmap_dist.cli import main
+from dcmap_dist.loading import load_network
+from dcmap_dist.solve import solve
+
+TESTS = Path(__file__).resolve().parent
+NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
+
+OPTIMAL = [["A"], ["F"], ["D", "G"], ["E"], ["B"], ["C"]]
+OPTIMAL_SET = {
+    frozenset(map(frozenset, m)) for m in (
+        OPTIMAL,
+        [["A", "F"], ["D", "G"], ["E"], ["B"], ["C"]],
+        [["A", "D", "G"], ["F"], ["E"], ["B"], ["C"]],
+    )
+}
+# the cluster-layers of OPTIMAL (worked by hand in tests/test_cost.py)
+OPTIMAL_LAYERS = {
+    ("F",): (0, 5.2), ("G",): (0, 10.4), ("D",): (1, 13.6), ("E",): (1, 7.2),
+    ("A",): (2, 7.2), ("B",): (2, 5.2), ("C",): (2, 5.2),
+}
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(tmp_path, name, text) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def mapping_file(tmp_path, clusters, name="mapping.json") -> Path:
+    return write(tmp_path, name, json.dumps({"clusters": clusters}))
+
+
+def field(out: str, key: str) -> str:
+    """The value column of a line ``key   value`` of ``dcmap info``."""
+    match = re.search(rf"^{re.escape(key)}\s+(.*)$", out, re.M)
+    assert match, f"no {key!r} line in:\n{out}"
+    return match.group(1)
+
+
+# =========================================================================== info
+
+
+def test_info_paper_example(capsys):
+    code, out, err = run(capsys, "info", "paper-example")
+    assert code == 0 and not err
+    assert field(out, "nodes").split()[0] == "7"
+    assert field(out, "arcs").split()[0] == "6"
+    assert field(out, "eta").split()[0] == "48"
+    assert field(out, "naive cost").split()[0] == "85.8"
+
+
+def test_info_paper_example_json(capsys):
+    code, out, _ = run(capsys, "info", "paper-example", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["nodes"] == 7 and data["arcs"] == 6 and data["eta"] == 48
+    assert data["naive_cost"] == pytest.approx(85.8, rel=1e-12)
+    assert data["layers"] == 3 and data["nodes_per_layer"] == [2, 2, 3]
+    assert data["components"] == 1 and data["long_arcs"] == 1
+
+
+def test_info_seagrass_two_slices(capsys):
+    code, out, _ = run(capsys, "info", "seagrass-2tbn", "--slices", "2", "--order", "paper")
+    assert code == 0
+    assert field(out, "nodes").split()[0] == "50"
+    assert field(out, "naive cost").split()[0] == "3148386.4"
+    code, out, _ = run(capsys, "info", "seagrass-2tbn", "--slices", "2", "--order", "paper", "--json")
+    data = json.loads(out)
+    assert data["nodes"] == 50
+    assert data["naive_cost"] == pytest.approx(3148386.4, rel=1e-9)
+    assert data["eta"] == 1514918115866050560000
+
+
+def test_info_bad_network(capsys, tmp_path):
+    bad = write(tmp_path, "cycle.json", json.dumps({
+        "nodes": [{"id": "A", "states": 2}, {"id": "B", "states": 2}],
+        "edges": [["A", "B"], ["B", "A"]]}))
+    code, out, err = run(capsys, "info", bad)
+    assert code == 2 and "cycle" in err and "Traceback" not in err
+
+
+# =========================================================================== cost
+
+
+def test_cost_of_the_optimal_mapping(capsys, tmp_path):
+    code, out, err = run(capsys, "cost", "paper-example", mapping_file(tmp_path, OPTIMAL))
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[-1].split() == ["total", "54.0"]
+    rows = {}
+    for line in lines[:-1]:
+        match = re.fullmatch(r"layer (\d+)\s+([\d.]+)\s+(.*)", line.strip())
+        assert match, line
+        nodes = tuple(match.group(3).split(", "))
+        rows[nodes] = (int(match.group(1)), float(match.group(2)))
+    assert rows.keys() == OPTIMAL_LAYERS.keys()
+    for nodes, (layer, cost) in OPTIMAL_LAYERS.items():
+        assert rows[nodes][0] == layer
+        assert rows[nodes][1] == pytest.approx(cost, abs=0.05)
+
+
+def test_cost_json(capsys, tmp_path):
+    code, out, _ = run(capsys, "cost", "paper-example", mapping_file(tmp_path, OPTIMAL), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) == {"total", "cluster_layers"}
+    assert data["total"] == pytest.approx(54.0, rel=1e-12)
+    assert len(data["cluster_layers"]) == 7
+    got = {tuple(row["nodes"]): (row["layer"], row["cost"]) for row in data["cluster_layers"]}
+    assert got.keys() == OPTIMAL_LAYERS.keys()
+    for nodes, (layer, cost) in OPTIMAL_LAYERS.items():
+        assert got[nodes][0] == layer and got[nodes][1] == pytest.approx(cost, rel=1e-12)
+    assert sum(row["cost"] for row in data["cluster_layers"]) == pytest.approx(data["total"])
+
+
+@pytest.mark.parametrize("order", ["cpt", "paper"])
+def test_cost_of_every_optimal_mapping(capsys, tmp_path, order):
+    for k, clusters in enumerate(OPTIMAL_SET):
+        path = mapping_file(tmp_path, [sorted(c) for c in clusters], f"m{k}.json")
+        code, out, _ = run(capsys, "cost", "paper-example", path, "--json", "--order", order)
+        assert code == 0 and json.loads(out)["total"] == pytest.approx(54.0, rel=1e-12)
+
+
+def test_cost_with_a_user_function(capsys, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(TESTS))
+    from search_costs import hash_cost
+    from dcmap_dist.cost import FunctionCost, evaluate_mapping
+
+    code, out, _ = run(capsys, "cost", "paper-example", mapping_file(tmp_path, OPTIMAL), "--json",
+                       "--cost", "search_costs:hash_cost")
+    assert code == 0
+    expected = sum(c.cost for c in evaluate_mapping(load_network("paper-example"), OPTIMAL,
+                                                    FunctionCost(hash_cost)))
+    assert json.loads(out)["total"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_cost_infeasible_mapping(capsys, tmp_path):
+    clusters = [["A", "B"], ["F"], ["D", "G"], ["E"], ["C"]]
+    code, out, err = run(capsys, "cost", "paper-example", mapping_file(tmp_path, clusters))
+    assert code == 2
+    assert not out
+    assert "['A', 'B']" in err and "infeasible" in err
+    assert "Traceback" not in err
+
+
+def test_cost_single_scheme_rejects_a_merge(capsys, tmp_path):
+    # {A, B, D, F} is feasible under merge (A and B join D's cluster), not under single
+    clusters = [["A", "B", "D", "F"], ["C", "E", "G"]]
+    path = mapping_file(tmp_path, clusters)
+    code, _, _ = run(capsys, "cost", "paper-example", path)
+    assert code == 0
+    code, _, err = run(capsys, "cost", "paper-example", path, "--scheme", "single")
+    assert code == 2 and "infeasible" in err
+
+
+@pytest.mark.parametrize("text, message", [
+    (json.dumps({"clusters": [["A"], ["F"], ["D", "G"], ["E"], ["B"]]}), "'C'"),
+    (json.dumps({"clusters": OPTIMAL + [["Z"]]}), "'Z'"),
+    (json.dumps({"clusters": [["A", "A"], ["F"], ["D", "G"], ["E"], ["B"], ["C"]]}), "'A'"),
+    (json.dumps({"clusters": [["A"], [], ["F"], ["D", "G"], ["E"], ["B"], ["C"]]}), "empty"),
+    ("this is not json {", "not valid JSON"),
+    (json.dumps({"mapping": OPTIMAL}), "clusters"),
+    (json.dumps(OPTIMAL), "clusters"),
+], ids=["missing-node", "unknown-node", "node-twice", "empty-cluster", "not-json", "no-clusters",
+        "bare-list"])
+def test_cost_bad_mapping_files(capsys, tmp_path, text, message):
+    path = write(tmp_path, "bad.json", text)
+    code, out, err = run(capsys, "cost", "paper-example", path)
+    assert code == 2
+    assert not out
+    assert err.startswith("dcmap: error:") and message in err
+    assert "Traceback" not in err
+
+
+def test_cost_missing_mapping_file(capsys, tmp_path):
+    path = tmp_path / "nowhere.json"
+    code, out, err = run(capsys, "cost", "paper-example", path)
+    assert code == 2 and str(path) in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("clusters", [5, [5], [[["A"]]]], ids=["number", "number-cluster", "nested-list"])
+def test_cost_malformed_clusters(capsys, tmp_path, clusters):
+    path = write(tmp_path, "bad.json", json.dumps({"clusters": clusters}))
+    code, _, err = run(capsys, "cost", "paper-example", path)
+    assert code == 2 and "dcmap: error:" in err
+
+
+# =========================================================================== solve
+
+
+def solve_json(capsys, *argv):
+    code, out, err = run(capsys, "solve", *argv, "--output", "-")
+    assert code == 0, err
+    return json.loads(out), err
+
+
+def test_solve_to_stdout(capsys):
+    data, _ = solve_json(capsys, "paper-example", "--quiet")
+    assert data["optimal_cost"] == pytest.approx(54.0, rel=1e-9)
+    assert data["proven_optimal"] is True
+    assert len(data["solutions"]) == 3
+    assert {frozenset(map(frozenset, s["clusters"])) for s in data["solutions"]} == OPTIMAL_SET
+    assert data["network"] == "paper-example" and data["method"] == "dcmap"
+
+
+def test_solve_to_a_file(capsys, tmp_path):
+    target = tmp_path / "sub" / "result.json"
+    code, out, err = run(capsys, "solve", "paper-example", "--output", target)
+    assert code == 0
+    data = json.loads(target.read_text())
+    assert data["optimal_cost"] == pytest.approx(54.0) and len(data["solutions"]) == 3
+    assert "54.0" in out and "proven optimal" in out and str(target) in out
+    assert not [p for p in target.parent.iterdir() if p.name != "result.json"]  # no temp files left
+
+
+def test_solve_bad_network_leaves_no_file(capsys, tmp_path):
+    bad = write(tmp_path, "cycle.json", json.dumps({
+        "nodes": [{"id": "A", "states": 2}, {"id": "B", "states": 2}, {"id": "C", "states": 2}],
+        "edges": [["A", "B"], ["B", "C"], ["C", "A"]]}))
+    target = tmp_path / "out" / "result.json"
+    code, out, err = run(capsys, "solve", bad, "--output", target)
+    assert code == 2
+    assert "cycle" in err and "Traceback" not in err
+    assert not target.exists()
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+@pytest.mark.parametrize("method", ["bfs", "brute"])
+@pytest.mark.parametrize("scheme", ["merge", "single"])
+def test_solve_methods(capsys, method, scheme):
+    data, _ = solve_json(capsys, "paper-example", "--method", method, "--scheme", scheme, "-q")
+    assert data["method"] == method and data["scheme"] == scheme
+    assert data["optimal_cost"] == pytest.approx(54.0) and data["proven_optimal"] is True
+    assert {frozenset(map(frozenset, s["clusters"])) for s in data["solutions"]} == OPTIMAL_SET
+
+
+def test_solve_user_cost(capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(TESTS))
+    from search_costs import tie_cost
+
+    data, _ = solve_json(capsys, "paper-example", "--cost", "search_costs:tie_cost", "-q")
+    expected = solve(load_network("paper-example"), tie_cost, method="brute")
+    assert data["proven_optimal"] is True
+    assert data["optimal_cost"] == pytest.approx(expected.optimal_cost, rel=1e-9)
+    assert ({frozenset(map(frozenset, s["clusters"])) for s in data["solutions"]}
+            == {frozenset(map(frozenset, s.clusters)) for s in expected.solutions})
+    assert data["cost_model"]["name"] == "search_costs:tie_cost"
+
+
+def test_solve_unknown_user_cost(capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(TESTS))
+    code, out, err = run(capsys, "solve", "paper-example", "--cost", "search_costs:nothing_here")
+    assert code == 2 and "nothing_here" in err and "Traceback" not in err
+    code, out, err = run(capsys, "solve", "paper-example", "--cost", "no_such_module_xyz:f")
+    assert code == 2 and "no_such_module_xyz" in err
+
+
+def test_solve_time_limit(capsys):
+    data, _ = solve_json(capsys, "seagrass-2tbn", "--slices", "2", "--order", "paper",
+                         "--time-limit", "0.3", "-q")
+    assert data["proven_optimal"] is False and data["stop_reason"] == "time_limit"
+    assert math.isfinite(data["optimal_cost"]) and data["solutions"]
+
+
+def test_solve_max_iterations(capsys):
+    data, _ = solve_json(capsys, "child", "--max-iterations", "50", "-q")
+    assert data["proven_optimal"] is False and data["stop_reason"] == "max_iterations"
+    assert math.isfinite(data["optimal_cost"]) and data["solutions"]
+
+
+def test_solve_summary_says_not_proven(capsys):
+    code, out, _ = run(capsys, "solve", "child", "--max-iterations", "50", "-q")
+    assert code == 0 and "not proven" in out and "max_iterations" in out
+
+
+def test_solve_progress_on_stderr(capsys):
+    _, err = solve_json(capsys, "paper-example")
+    assert "improved" in err and "54.0" in err
+    _, err = solve_json(capsys, "paper-example", "--quiet")
+    assert err == ""
+
+
+# =========================================================================== template
+
+
+def test_template_water(capsys, tmp_path):
+    water = NETWORKS / "water.bif.gz"
+    if not water.exists():
+        pytest.skip(f"{water} is missing")
+    code, out, err = run(capsys, "template", water)
+    assert code == 0
+    data = json.loads(out)
+    assert len(data["nodes"]) == 8
+    assert data["slices"] == 4
+    assert "temporal_edges" in data
+    # the template file can be written and unrolled back to 32 nodes
+    target = tmp_path / "water-2tbn.json"
+    code, out, _ = run(capsys, "template", water, "--output", target)
+    assert code == 0 and "8 nodes" in out
+    assert len(load_network(target, slices=4).nodes) == 32
+
+
+# =========================================================================== subprocess
+
+
+def dcmap_command() -> list[str]:
+    script = Path(sys.executable).parent / "dcmap"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("dcmap")
+    if found:
+        return [found]
+    return [sys.executable, "-c", "import sys; from dcmap_dist.cli import main; sys.exit(main())"]
+
+
+def test_subprocess_solve_and_errors(tmp_path):
+    result = subprocess.run(dcmap_command() + ["solve", "paper-example", "--output", "-"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["optimal_cost"] == pytest.approx(54.0) and len(data["solutions"]) == 3
+    bad = write(tmp_path, "bad.json", json.dumps({"clusters": [["A", "B"]]}))
+    result = subprocess.run(dcmap_command() + ["cost", "paper-example", str(bad)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    result = subprocess.run(dcmap_command() + ["--version"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "dcmap" in result.stdout
+
+
+def test_python_dash_m_runs_the_cli():
+    result = subprocess.run([sys.executable, "-m", "dcmap_dist.cli", "info", "paper-example", "--json"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["nodes"] == 7

@@ -192,9 +192,14 @@ class DcmapCost:
 
 
 def _message_bound(model: DcmapCost, graph: Network, nodes: frozenset[str], message: frozenset[str]) -> float:
-    """Absorbing ``message`` marginalises out its link nodes (no node of the child
-    cluster-layer is in the absorber's ``Jcpt``): at least ``addition * |J| * (1 - 1/|L|)``."""
-    return model.addition * _size(graph, message) * (1 - 1 / _size(graph, message & nodes))
+    """Absorbing message ``J`` costs ``a(|J| - |m|)`` to marginalise plus ``|R| >= |m|``
+    to multiply in, where ``1 <= |m| <= |J| / |L|`` (no node of the child cluster-layer,
+    ``L`` its link nodes, is in the absorber's ``Jcpt``). The least of
+    ``a|J| + (1 - a)|m|`` over that range."""
+    a = model.addition
+    size = _size(graph, message)
+    most = size / _size(graph, message & nodes)
+    return min(a * size + (1 - a), a * size + (1 - a) * most)
 
 
 def _parents_in(graph: Network, child: ChildClusterLayer, nodes: frozenset[str]) -> set[str]:

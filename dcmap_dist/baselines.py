@@ -62,8 +62,10 @@ def bfs_search(
         except SearchInterrupted as stop:
             stop_reason = stop.args[0]
             break
-    return SearchOutcome(best, found, stop_reason == "finished", stop_reason, iterations, trace,
-                         watch.peak_memory_mb)
+    proven = stop_reason == "finished"
+    lower = best if proven else min([best, *(problem.score(b).bound for b in queue)])
+    return SearchOutcome(best, found, proven, stop_reason, iterations, trace, watch.peak_memory_mb,
+                         lower_bound=lower)
 
 
 def brute_force(problem: Problem, limits: Limits | None = None) -> list[tuple[tuple[int, ...], float, int]]:

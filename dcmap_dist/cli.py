@@ -158,7 +158,7 @@ def _solve(args: argparse.Namespace) -> int:
     result = solve(
         network, cost=args.cost, scheme=args.scheme, method=args.method, alpha=args.alpha, seed=args.seed,
         time_limit=args.time_limit, max_iterations=args.max_iterations, memory_limit_mb=args.memory_limit,
-        order=args.order, addition=args.addition, key=args.link_key, lower_bound=not args.no_bound,
+        order=args.order, addition=args.addition, key=args.link_key, use_bound=not args.no_bound,
         on_improvement=progress.improved, on_progress=progress.update,
     )
     progress.close()
@@ -172,7 +172,9 @@ def _solve(args: argparse.Namespace) -> int:
 
 
 def _summary(result: SolveResult, output: str | None) -> None:
-    status = "proven optimal" if result.proven_optimal else f"best found, not proven ({result.stop_reason})"
+    status = ("proven optimal" if result.proven_optimal else
+              f"best found, not proven ({result.stop_reason}); no mapping costs less than "
+              f"{result.lower_bound:.1f} (gap {100 * result.gap:.2f}%)")
     print(f"{result.network}: cost {result.optimal_cost:.1f}, {status}")
     print(f"{len(result.solutions)} mapping(s); {result.iterations} iterations in {result.elapsed_seconds:.2f} s")
     for solution in result.solutions[:3]:

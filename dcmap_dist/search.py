@@ -48,6 +48,7 @@ class SearchOutcome:
     trace: list[tuple[int, float, float]] = field(default_factory=list)
     peak_memory_mb: float = 0.0
     link_records: int = 0
+    lower_bound: float = 0.0  # proven: no mapping costs less (the best cost once proven)
 
 
 def greedy_dive(problem: Problem, watch: Stopwatch | None = None) -> Branch:
@@ -80,6 +81,10 @@ class _Queue:
         heapq.heappush(self.by_cost, (branch.estimate, self._seq, branch))
         heapq.heappush(self.by_layer, (branch.layer, branch.estimate, self._seq, branch))
         self.size += 1
+
+    def least_bound(self) -> float:
+        """The smallest ``bound`` among queued branches (inf if none)."""
+        return min((entry[-1].bound for entry in self.by_cost if entry[-1].queued), default=math.inf)
 
     def pop(self, cheapest: bool) -> Branch | None:
         heap = self.by_cost if cheapest else self.by_layer
@@ -169,6 +174,7 @@ def dcmap_search(
             children = problem.expand(branch, problem.next_proposal(branch), g_min, watch)
         except SearchInterrupted as stop:
             stop_reason = stop.args[0]
+            queue.push(branch)  # not expanded: it still stands for its mappings
             break
         survivors = []
         for child in children:
@@ -183,6 +189,8 @@ def dcmap_search(
                 queue.push(child)
 
     proven = stop_reason == "finished"
+    # every mapping still possible lies below an open branch (or was pruned above g_min)
+    open_bound = min(queue.least_bound(), active.bound if active is not None else math.inf)
     trails: list[tuple[Any, float, int]] = []
     final = table.get(final_key)
     if final is not None:
@@ -192,8 +200,9 @@ def dcmap_search(
     best = min(cost for _, cost, _ in trails)
     if on_progress:
         on_progress(_progress(iterations, g_min, 0 if proven else queue.size, watch))
+    lower_bound = best if proven else min(best, open_bound)
     return SearchOutcome(best, trails, proven, stop_reason, iterations, trace,
-                         watch.peak_memory_mb, len(table))
+                         watch.peak_memory_mb, len(table), lower_bound)
 
 
 def _progress(iterations: int, best: float, open_branches: int, watch: Stopwatch) -> dict[str, Any]:

@@ -42,6 +42,8 @@ class SolveResult:
     method: str
     optimal_cost: float
     proven_optimal: bool
+    lower_bound: float
+    gap: float
     solutions: list[Solution]
     iterations: int
     first_optimal_iteration: int | None
@@ -52,7 +54,7 @@ class SolveResult:
     alpha: float
     seed: int
     link_key: str
-    lower_bound: bool
+    use_bound: bool
     peak_memory_mb: float
     components: list[dict[str, Any]] = field(default_factory=list)
 
@@ -60,8 +62,9 @@ class SolveResult:
         """Plain data; a cost that was never found (breadth-first search stopped before
         completing a mapping) is None."""
         data = asdict(self)
-        if not math.isfinite(self.optimal_cost):
-            data["optimal_cost"] = None
+        for name in ("optimal_cost", "gap"):
+            if not math.isfinite(data[name]):
+                data[name] = None
         for part in data["components"]:
             if not math.isfinite(part["optimal_cost"]):
                 part["optimal_cost"] = None
@@ -86,7 +89,7 @@ def solve(
     on_improvement: Callable[[float, int, float], None] | None = None,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
     key: str = "lean",
-    lower_bound: bool = True,
+    use_bound: bool = True,
 ) -> SolveResult:
     """Find every optimal cluster mapping of ``network``.
 
@@ -95,7 +98,7 @@ def solve(
     ``bfs`` or ``brute``. Limits stop the search cleanly with the best mappings so
     far and ``proven_optimal = False``. ``on_improvement(cost, iteration, seconds)``
     hears every improved total; ``on_progress(stats)`` about once a second.
-    ``key`` (``lean`` or ``full``) picks the dominance key and ``lower_bound=False``
+    ``key`` (``lean`` or ``full``) picks the dominance key and ``use_bound=False``
     switches off pruning by the model's lower bound (both for comparisons).
     """
     check_scheme(scheme)
@@ -103,7 +106,7 @@ def solve(
         raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
     model = load_cost(cost, order=order, addition=addition)
     start = time.perf_counter()
-    problems = [Problem(part, model, scheme, graph=network, key=key, lower_bound=lower_bound)
+    problems = [Problem(part, model, scheme, graph=network, key=key, lower_bound=use_bound)
                 for part in network.components()]
     # until a component is searched, its greedy mapping stands in for the anytime total
     standing = [p.singletons().cost for p in problems] if method == "dcmap" else [math.nan] * len(problems)
@@ -125,13 +128,14 @@ def solve(
 
         if isinstance(limits, str):  # the budget is spent: keep the all-singletons mapping
             fallback = problem.singletons()
-            outcomes.append(SearchOutcome(fallback.cost, [(None, fallback.cost, 0)], False, limits, 0))
+            outcomes.append(SearchOutcome(fallback.cost, [(None, fallback.cost, 0)], False, limits, 0,
+                                          lower_bound=problem.score(problem.root()).bound))
             continue
         outcome = _run(problem, method, alpha, seed, limits, improved, on_progress)
         outcomes.append(outcome)
         offset += outcome.iterations
     settings = {"scheme": scheme, "method": method, "alpha": alpha, "seed": seed,
-                "link_key": key, "lower_bound": lower_bound}
+                "link_key": key, "use_bound": use_bound}
     return _combine(network, model, settings, problems, outcomes, trace, start)
 
 
@@ -156,7 +160,7 @@ def _run(problem: Problem, method: str, alpha: float, seed: int, limits: Limits,
     best = min(c for _, c, _ in found)
     improved(best, len(found), 0.0)
     keep = [(clusters, c, i) for clusters, c, i in found if within(c, best)]
-    return SearchOutcome(best, keep, True, "finished", len(found))
+    return SearchOutcome(best, keep, True, "finished", len(found), lower_bound=best)
 
 
 def _mappings(problem: Problem, method: str, outcome: SearchOutcome) -> list[tuple[tuple[int, ...], float, int]]:
@@ -182,6 +186,7 @@ def _combine(network, model, settings, problems, outcomes, trace, start) -> Solv
         parts.append([(mapping_names(problem.topo, c), cost, offset + it) for c, cost, it in found])
         per_component.append({
             "nodes": len(problem.network.nodes), "optimal_cost": outcome.best_cost,
+            "lower_bound": outcome.lower_bound,
             "proven_optimal": outcome.proven, "iterations": outcome.iterations,
             "solutions": len(found), "stop_reason": outcome.stop_reason,
             "link_records": outcome.link_records,
@@ -193,6 +198,7 @@ def _combine(network, model, settings, problems, outcomes, trace, start) -> Solv
         solutions.append(Solution(clusters, sum(c for _, c, _ in combo), max(i for _, _, i in combo)))
     solutions.sort(key=lambda s: (s.iteration, s.clusters))
     optimal = sum(o.best_cost for o in outcomes)
+    lower = sum(o.lower_bound for o in outcomes)
     first = min((s.iteration for s in solutions), default=None)
     first_seconds = next((t["seconds"] for t in trace if within(t["cost"], optimal)), None)
     stops = [o.stop_reason for o in outcomes if o.stop_reason != "finished"]
@@ -202,6 +208,8 @@ def _combine(network, model, settings, problems, outcomes, trace, start) -> Solv
         cost_model={"name": getattr(model, "name", "user"), **model_params(model)},
         optimal_cost=optimal,
         proven_optimal=all(o.proven for o in outcomes),
+        lower_bound=lower,
+        gap=(optimal - lower) / optimal if optimal > 0 and math.isfinite(optimal) else math.nan,
         solutions=solutions,
         iterations=sum(o.iterations for o in outcomes),
         first_optimal_iteration=first,

@@ -28,7 +28,7 @@ NETWORKS = ROOT.parent / "shared" / "networks"
 VARIANTS = {  # name: keyword arguments of solve()
     "dcmap": {"method": "dcmap"},
     "bfs": {"method": "bfs"},
-    "dcmap-no-bound": {"method": "dcmap", "lower_bound": False},
+    "dcmap-no-bound": {"method": "dcmap", "use_bound": False},
     "dcmap-full-key": {"method": "dcmap", "key": "full"},
 }
 COLUMNS = ["network", "nodes", "arcs", "eta", "variant", "time_limit", "cost", "proven", "solutions",

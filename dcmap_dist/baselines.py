@@ -30,18 +30,12 @@ def bfs_search(
     trace: list[tuple[int, float, float]] = []
     stop_reason = "finished"
     while queue:
-        if watch.iterations_exceeded(iterations):
-            stop_reason = "max_iterations"
+        reason = watch.check(iterations)
+        if reason:
+            stop_reason = reason
             break
-        if watch.tick():
-            reason = watch.exceeded(iterations)
-            if reason:
-                stop_reason = reason
-                break
-            if on_progress and watch.progress_due():
-                on_progress({"iterations": iterations, "best": best, "open": len(queue),
-                             "elapsed": watch.elapsed(), "rate": iterations / max(watch.elapsed(), 1e-9),
-                             "memory_mb": watch.peak_memory_mb})
+        if on_progress and watch.progress_due():
+            on_progress(watch.progress(iterations, best, len(queue)))
         branch = queue.popleft()
         if branch.layer_done:
             if problem.is_complete(branch):
@@ -79,7 +73,7 @@ def brute_force(problem: Problem, limits: Limits | None = None) -> list[tuple[tu
     topo = problem.topo
     result = []
     for index, clusters in enumerate(enumerate_mappings(problem.network, problem.scheme), 1):
-        if watch.tick() and watch.exceeded(index):
+        if watch.check(index - 1):
             raise TimeoutError("brute force stopped by a limit before it enumerated every mapping")
         names = [topo.names(c) for c in clusters]
         cost = sum(c.cost for c in evaluate_mapping(problem.network, names, problem.model))

@@ -113,13 +113,7 @@ class Problem:
     # -- small cached facts -------------------------------------------------
     def parents_of(self, mask: int) -> int:
         """All parents of the nodes of ``mask``."""
-        got = self._parents_of.get(mask)
-        if got is None:
-            got = 0
-            for i in bits(mask):
-                got |= self.topo.parents[i]
-            self._parents_of[mask] = got
-        return got
+        return _union_of(self._parents_of, self.topo.parents, mask)
 
     def remaining(self, branch: Branch) -> int:
         """Mask of the nodes not yet placed on ``branch``."""
@@ -313,13 +307,7 @@ class Problem:
 
     def _children_of(self, mask: int) -> int:
         """All children of the nodes of ``mask``."""
-        got = self._children_cache.get(mask)
-        if got is None:
-            got = 0
-            for i in bits(mask):
-                got |= self.topo.children[i]
-            self._children_cache[mask] = got
-        return got
+        return _union_of(self._children_cache, self.topo.children, mask)
 
     def _new_cluster_layer(self, nodes: int, cluster: int, cls: tuple[tuple[int, int], ...]) -> tuple[float, int]:
         """Cost of a new cluster-layer ``nodes`` whose component (after merging) is
@@ -442,6 +430,17 @@ class Problem:
 
     def is_complete(self, branch: Branch) -> bool:
         return branch.layer_done and branch.layer == self.topo.l_max
+
+
+def _union_of(cache: dict[int, int], table: list[int], mask: int) -> int:
+    """The union of ``table[i]`` over the nodes ``i`` of ``mask``, memoised in ``cache``."""
+    got = cache.get(mask)
+    if got is None:
+        got = 0
+        for i in bits(mask):
+            got |= table[i]
+        cache[mask] = got
+    return got
 
 
 def trail_joins(trail: Any) -> Iterator[tuple[tuple[int, ...], int]]:

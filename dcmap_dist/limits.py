@@ -58,15 +58,22 @@ class Stopwatch:
         self.turns += 1
         return self.turns % self.every == 1
 
+    def check(self, iterations: int) -> str | None:
+        """Once per loop turn: the name of the limit reached, if any. Iterations are
+        checked every turn, time and memory on the first turn and every ``every``."""
+        if self.iterations_exceeded(iterations):
+            return "max_iterations"
+        return self.resources_exceeded() if self.tick() else None
+
+    def progress(self, iterations: int, best: float, open_branches: int) -> dict[str, float]:
+        """The figures of a progress report."""
+        elapsed = self.elapsed()
+        return {"iterations": iterations, "best": best, "open": open_branches, "elapsed": elapsed,
+                "rate": iterations / elapsed if elapsed > 0 else math.inf, "memory_mb": self.peak_memory_mb}
+
     def iterations_exceeded(self, iterations: int) -> bool:
         """True once ``iterations`` reaches the iteration limit (checked every turn)."""
         return self.limits.max_iterations is not None and iterations >= self.limits.max_iterations
-
-    def exceeded(self, iterations: int) -> str | None:
-        """The name of the limit reached, if any."""
-        if self.iterations_exceeded(iterations):
-            return "max_iterations"
-        return self.resources_exceeded()
 
     def resources_exceeded(self) -> str | None:
         """The name of the time or memory limit reached, if any."""

@@ -151,16 +151,12 @@ def dcmap_search(
     active = settle(problem.root())
     stop_reason = "finished"
     while True:
-        if watch.iterations_exceeded(iterations):
-            stop_reason = "max_iterations"
+        reason = watch.check(iterations)
+        if reason:
+            stop_reason = reason
             break
-        if watch.tick():
-            reason = watch.exceeded(iterations)
-            if reason:
-                stop_reason = reason
-                break
-            if on_progress and watch.progress_due():
-                on_progress(_progress(iterations, g_min, queue.size + (active is not None), watch))
+        if on_progress and watch.progress_due():
+            on_progress(watch.progress(iterations, g_min, queue.size + (active is not None)))
         if active is not None:
             branch, active = active, None
         else:
@@ -199,20 +195,8 @@ def dcmap_search(
         trails.append((incumbent.trail, incumbent.cost, 0))
     best = min(cost for _, cost, _ in trails)
     if on_progress:
-        on_progress(_progress(iterations, g_min, 0 if proven else queue.size, watch))
+        on_progress(watch.progress(iterations, g_min, 0 if proven else queue.size))
     lower_bound = best if proven else min(best, open_bound)
     return SearchOutcome(best, trails, proven, stop_reason, iterations, trace,
                          watch.peak_memory_mb, len(table), lower_bound)
-
-
-def _progress(iterations: int, best: float, open_branches: int, watch: Stopwatch) -> dict[str, Any]:
-    elapsed = watch.elapsed()
-    return {
-        "iterations": iterations,
-        "best": best,
-        "open": open_branches,
-        "elapsed": elapsed,
-        "rate": iterations / elapsed if elapsed > 0 else math.inf,
-        "memory_mb": watch.peak_memory_mb,
-    }
 

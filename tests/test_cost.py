@@ -10,7 +10,6 @@ import math
 import random
 from pathlib import Path
 
-import networkx as nx
 import pytest
 
 from dcmap_dist.cost import (
@@ -27,6 +26,7 @@ from dcmap_dist.loading import load_network
 from dcmap_dist.mappings import check_mapping, enumerate_mappings
 from dcmap_dist.network import Network, NetworkError
 from dcmap_dist.structure import Topology, layers
+from search_costs import random_network
 
 TESTS = Path(__file__).resolve().parent
 NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
@@ -262,28 +262,6 @@ def test_observe_on_an_unrolled_template():
 # --------------------------------------------------------------------------- random graphs
 
 
-def random_network(rng: random.Random, n: int, tag: str) -> Network:
-    """A random weakly connected DAG, shuffled input order, 1-4 states, some observed.
-
-    Node names carry ``tag`` so that no two test networks share a node set.
-    """
-    names = [f"{tag}_{i}" for i in range(n)]
-    p = rng.uniform(0.25, 0.6)
-    edges = {(names[i], names[j]) for i in range(n) for j in range(i + 1, n) if rng.random() < p}
-    graph = nx.Graph()
-    graph.add_nodes_from(names)
-    graph.add_edges_from(edges)
-    comps = [sorted(c, key=names.index) for c in nx.connected_components(graph)]
-    for left, right in zip(comps, comps[1:]):
-        u, v = sorted([rng.choice(left), rng.choice(right)], key=names.index)
-        edges.add((u, v))
-    order = names[:]
-    rng.shuffle(order)
-    states = {x: rng.randint(1, 4) for x in names}
-    observed = [x for x in names if rng.random() < 0.2]
-    return Network(tag, order, states, sorted(edges), observed)
-
-
 def random_partition(rng: random.Random, nodes) -> list[list[str]]:
     k = rng.randint(1, len(nodes))
     clusters: list[list[str]] = [[] for _ in range(k)]
@@ -305,7 +283,7 @@ def test_costs_are_invariant_to_cluster_labels():
     models = [DcmapCost(), DcmapCost(order="paper"), FunctionCost(order_sensitive)]
     checked = 0
     for g in range(25):
-        network = random_network(rng, rng.randint(4, 8), f"inv{g}")
+        network = random_network(7000 + g, 4, 8)
         topo = Topology(network)
         mappings = [[sorted(topo.names(c)) for c in m] for m in enumerate_mappings(network)]
         sample = rng.sample(mappings, min(8, len(mappings)))
@@ -328,7 +306,7 @@ def test_node_lower_bounds_are_admissible():
     models = [DcmapCost(), DcmapCost(order="paper"), DcmapCost(addition=1.5)]
     checks = 0
     for g in range(30):
-        network = random_network(rng, rng.randint(4, 8), f"lb{g}")
+        network = random_network(11000 + g, 4, 8)
         layer = layers(network)
         l_max = max(layer.values())
         topo = Topology(network)

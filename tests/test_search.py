@@ -24,7 +24,7 @@ from dcmap_dist.loading import load_network
 from dcmap_dist.mappings import check_mapping, enumerate_mappings
 from dcmap_dist.network import Network
 from dcmap_dist.solve import solve
-from dcmap_dist.structure import Topology, long_arcs
+from dcmap_dist.structure import Topology
 
 from search_costs import (
     COST_MODELS,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import networkx as nx
@@ -25,6 +24,7 @@ from dcmap_dist.structure import (
     long_arcs,
     same_cluster_matrix,
 )
+from search_costs import random_network
 
 NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
 
@@ -219,26 +219,6 @@ def test_feasible_under_merge_but_not_single(paper):
 # --------------------------------------------------------------------------- brute force cross-check
 
 
-def random_dag(rng: random.Random, n: int, tag: str) -> Network:
-    """A random weakly connected DAG on ``n`` nodes, listed in a shuffled input order."""
-    names = [f"{tag}n{i}" for i in range(n)]  # names[i] -> names[j] only if i < j
-    p = rng.uniform(0.25, 0.6)
-    edges = {(names[i], names[j]) for i in range(n) for j in range(i + 1, n) if rng.random() < p}
-    graph = nx.Graph()
-    graph.add_nodes_from(names)
-    graph.add_edges_from(edges)
-    comps = [sorted(c, key=names.index) for c in nx.connected_components(graph)]
-    for left, right in zip(comps, comps[1:]):
-        u, v = sorted([rng.choice(left), rng.choice(right)], key=names.index)
-        edges.add((u, v))
-    order = names[:]
-    rng.shuffle(order)
-    edge_list = sorted(edges)
-    rng.shuffle(edge_list)
-    states = {x: rng.randint(1, 4) for x in names}
-    return Network(tag, order, states, edge_list)
-
-
 def reference_layers(graph: nx.DiGraph) -> dict[str, int]:
     layer: dict[str, int] = {}
     for x in reversed(list(nx.topological_sort(graph))):
@@ -311,10 +291,9 @@ def test_reference_checker_on_the_paper_example(paper):
 
 
 def test_enumeration_matches_brute_force_on_random_dags():
-    rng = random.Random(20240521)
     sizes = []
     for g in range(40):
-        network = random_dag(rng, rng.randint(4, 8), f"g{g}")
+        network = random_network(20240521 + g, 4, 8)
         graph = nx.DiGraph(list(network.edges))
         graph.add_nodes_from(network.nodes)
         assert nx.is_weakly_connected(graph)

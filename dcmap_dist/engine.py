@@ -59,7 +59,7 @@ class Branch:
     comps: tuple[tuple[int, bool], ...]
     cls: tuple[tuple[int, int], ...]
     cost: float
-    trail: Any = None  # history for rebuilding the mapping (see :func:`trail_mappings`)
+    trail: Any = None  # history for rebuilding the mapping (see :func:`trail_joins`)
     links: tuple[Any, ...] = ()  # link records of the completed layers (DCMAP only)
     estimate: float = 0.0  # g_hat
     bound: float = 0.0  # cost + admissible lower bound of what is left
@@ -99,7 +99,6 @@ class Problem:
                 reach |= topo.desc[i]
             self._reach_above.append(reach)
         self._estimates: dict[int, float] = {}
-        self.evaluations = 0
         bounds = getattr(model, "node_lower_bounds", None) if lower_bound else None
         per_node = bounds(self.graph) if bounds else {}
         self.node_bound = [float(per_node.get(x, 0.0)) for x in network.nodes]
@@ -185,7 +184,6 @@ class Problem:
             value, message = self.model.evaluate(ctx)
             got = (checked_cost(value, ctx), self.message_id(message))
             self._costs[key] = got
-            self.evaluations += 1
         return got
 
     # -- the search tree ----------------------------------------------------
@@ -239,11 +237,9 @@ class Problem:
         for count, (joined, merged) in enumerate(self._combos(branch, proposal, free), 1):
             if watch is not None:
                 watch.check_within(count)
-            child = self._apply(branch, proposal, joined, merged, free, below)
-            if child is not None:
-                self.score(child)
-                if within(child.bound, g_min):
-                    children.append(child)
+            child = self.score(self._apply(branch, proposal, joined, merged, free, below))
+            if within(child.bound, g_min):
+                children.append(child)
         return children
 
     def _combos(self, branch: Branch, proposal: int, free: int) -> Iterator[tuple[int, int]]:
@@ -318,8 +314,9 @@ class Problem:
         )
 
     def _apply(self, branch: Branch, proposal: int, joined: int, merged: int,
-               free: int, below: tuple[tuple[int, int], ...]) -> Branch | None:
-        """The child branch of one combination, or None if it strands a node."""
+               free: int, below: tuple[tuple[int, int], ...]) -> Branch:
+        """The child branch of one combination. Layer nodes left with no unfixed
+        component to join become their own cluster-layers in the same step."""
         comps = branch.comps
         cost = branch.cost
         cls = list(branch.cls)
@@ -345,7 +342,6 @@ class Problem:
             new_comps = list(comps)
             new_comps[proposal] = (comps[proposal][0], True)
         assigned = branch.assigned | joined
-        # nodes left with no unfixed component to join become their own cluster-layer
         reachable = 0
         for members, fixed in new_comps:
             if not fixed:

@@ -57,7 +57,7 @@ def bfs_search(
             stop_reason = stop.args[0]
             break
     proven = stop_reason == "finished"
-    lower = best if proven else min([best, *(problem.score(b).bound for b in queue)])
+    lower = best if proven else min([best, *(b.bound for b in queue)])
     return SearchOutcome(best, found, proven, stop_reason, iterations, trace, watch.peak_memory_mb,
                          lower_bound=lower)
 

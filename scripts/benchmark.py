@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import resource
 import subprocess
 import sys
@@ -63,7 +64,8 @@ def run_one(spec: dict, variant: str, time_limit: float) -> dict:
     result = solve(network, order=spec.get("order", "cpt"), time_limit=time_limit, **VARIANTS[variant])
     return {
         "nodes": len(network.nodes), "arcs": len(network.edges), "eta": f"{eta(network):.3g}",
-        "cost": round(result.optimal_cost, 6), "proven": result.proven_optimal,
+        "cost": round(result.optimal_cost, 6) if math.isfinite(result.optimal_cost) else None,
+        "proven": result.proven_optimal,
         "solutions": len(result.solutions), "iterations": result.iterations,
         "first_optimal_iteration": result.first_optimal_iteration,
         "first_optimal_seconds": _round(result.first_optimal_seconds),

@@ -204,6 +204,9 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would (mkstemp makes it 0600)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

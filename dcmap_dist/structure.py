@@ -100,6 +100,7 @@ class Topology:
 
     def __init__(self, network: Network) -> None:
         self.network = network
+        self._names: dict[int, frozenset[str]] = {}
         self.n = n = len(network.nodes)
         index = network.index
         layer_of = layers(network)
@@ -141,9 +142,12 @@ class Topology:
         return (1 << self.n) - 1
 
     def names(self, mask: int) -> frozenset[str]:
-        """The node names of a mask."""
-        nodes = self.network.nodes
-        return frozenset(nodes[i] for i in bits(mask))
+        """The node names of a mask (memoised: the search asks for the same sets often)."""
+        got = self._names.get(mask)
+        if got is None:
+            nodes = self.network.nodes
+            got = self._names[mask] = frozenset(nodes[i] for i in bits(mask))
+        return got
 
     def mask(self, names) -> int:
         """The mask of an iterable of node names."""

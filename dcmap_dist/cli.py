@@ -69,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     solve_.add_argument("--link-key", choices=("lean", "full"), default="lean",
                         help="dominance key: lean (default) or SPEC's full key")
     solve_.add_argument("--no-bound", action="store_true", help="do not prune with the cost model's lower bound")
+    solve_.add_argument("--max-solutions", type=int, default=10_000, metavar="N",
+                        help="list at most N optimal mappings (default 10000; 0: all); all are counted")
     solve_.add_argument("--output", "-o", metavar="FILE", help="write the result JSON to FILE ('-' for stdout)")
     solve_.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     solve_.set_defaults(run=_solve)
@@ -159,6 +161,7 @@ def _solve(args: argparse.Namespace) -> int:
         network, cost=args.cost, scheme=args.scheme, method=args.method, alpha=args.alpha, seed=args.seed,
         time_limit=args.time_limit, max_iterations=args.max_iterations, memory_limit_mb=args.memory_limit,
         order=args.order, addition=args.addition, key=args.link_key, use_bound=not args.no_bound,
+        max_solutions=args.max_solutions or None,
         on_improvement=progress.improved, on_progress=progress.update,
     )
     progress.close()
@@ -176,11 +179,13 @@ def _summary(result: SolveResult, output: str | None) -> None:
               f"best found, not proven ({result.stop_reason}); no mapping costs less than "
               f"{result.lower_bound:.1f} (gap {100 * result.gap:.2f}%)")
     print(f"{result.network}: cost {result.optimal_cost:.1f}, {status}")
-    print(f"{len(result.solutions)} mapping(s); {result.iterations} iterations in {result.elapsed_seconds:.2f} s")
+    listed = "" if result.solutions_complete else f" ({len(result.solutions)} listed)"
+    print(f"{result.solution_count} mapping(s){listed}; {result.iterations} iterations "
+          f"in {result.elapsed_seconds:.2f} s")
     for solution in result.solutions[:3]:
         print("  " + " ".join("{" + ", ".join(c) + "}" for c in solution.clusters))
-    if len(result.solutions) > 3:
-        print(f"  ... and {len(result.solutions) - 3} more")
+    if result.solution_count > 3:
+        print(f"  ... and {result.solution_count - 3} more")
     if output:
         print(f"result written to {output}")
 

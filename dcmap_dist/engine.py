@@ -458,6 +458,19 @@ def trail_joins(trail: Any) -> Iterator[tuple[tuple[int, ...], int]]:
                 stack.append((prefix, joins, max(found, iteration)))
 
 
+def trail_count(trail: Any, memo: dict[int, int] | None = None) -> int:
+    """How many mappings a trail stands for, without listing them (see :func:`trail_joins`)."""
+    memo = {} if memo is None else memo
+    while isinstance(trail, tuple):
+        trail = trail[0]
+    if trail is None:
+        return 1
+    got = memo.get(id(trail))
+    if got is None:
+        got = memo[id(trail)] = sum(trail_count(prefix, memo) for prefix, _ in trail.prefixes)
+    return got
+
+
 def joins_to_clusters(topo: Topology, joins: tuple[int, ...]) -> tuple[int, ...]:
     """Union the join masks into a partition of all nodes (cluster masks, sorted)."""
     parent = list(range(topo.n))

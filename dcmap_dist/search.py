@@ -191,7 +191,8 @@ def dcmap_search(
     final = table.get(final_key)
     if final is not None:
         trails.append((final, final.best, 0))
-    if final is None or within(incumbent.cost, final.best):
+    # once proven, every optimal mapping (the dive's too, if optimal) is in the final record
+    if final is None or (not proven and within(incumbent.cost, final.best)):
         trails.append((incumbent.trail, incumbent.cost, 0))
     best = min(cost for _, cost, _ in trails)
     if on_progress:

@@ -13,7 +13,7 @@ from typing import Any
 
 from .baselines import bfs_search, brute_force
 from .cost import CostModel, load_cost, model_params
-from .engine import Problem, joins_to_clusters, trail_joins, within
+from .engine import Problem, joins_to_clusters, trail_count, trail_joins, within
 from .limits import Limits
 from .mappings import check_scheme, mapping_names
 from .network import Network
@@ -44,6 +44,8 @@ class SolveResult:
     proven_optimal: bool
     lower_bound: float
     gap: float
+    solution_count: int
+    solutions_complete: bool
     solutions: list[Solution]
     iterations: int
     first_optimal_iteration: int | None
@@ -90,6 +92,7 @@ def solve(
     on_progress: Callable[[dict[str, Any]], None] | None = None,
     key: str = "lean",
     use_bound: bool = True,
+    max_solutions: int | None = 10_000,
 ) -> SolveResult:
     """Find every optimal cluster mapping of ``network``.
 
@@ -100,7 +103,13 @@ def solve(
     hears every improved total; ``on_progress(stats)`` about once a second.
     ``key`` (``lean`` or ``full``) picks the dominance key and ``use_bound=False``
     switches off pruning by the model's lower bound (both for comparisons).
+
+    Optimal mappings can be astronomically many when costs tie: ``solution_count``
+    always counts them all, and ``solutions`` lists at most ``max_solutions`` of
+    them (None: all); ``solutions_complete`` says whether the list is whole.
     """
+    if max_solutions is not None and max_solutions < 1:
+        raise ValueError(f"max_solutions must be a positive integer or None, got {max_solutions!r}")
     check_scheme(scheme)
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
@@ -136,7 +145,7 @@ def solve(
         offset += outcome.iterations
     settings = {"scheme": scheme, "method": method, "alpha": alpha, "seed": seed,
                 "link_key": key, "use_bound": use_bound}
-    return _combine(network, model, settings, problems, outcomes, trace, start)
+    return _combine(network, model, settings, problems, outcomes, trace, start, max_solutions)
 
 
 def _remaining(time_limit, max_iterations, memory_limit_mb, start, used) -> Limits | str:
@@ -163,43 +172,60 @@ def _run(problem: Problem, method: str, alpha: float, seed: int, limits: Limits,
     return SearchOutcome(best, keep, True, "finished", len(found), lower_bound=best)
 
 
-def _mappings(problem: Problem, method: str, outcome: SearchOutcome) -> list[tuple[tuple[int, ...], float, int]]:
-    """Distinct best mappings of one component: (cluster masks, cost, iteration found)."""
+def _mappings(problem: Problem, method: str, outcome: SearchOutcome,
+              limit: int | None) -> tuple[list[tuple[tuple[int, ...], float, int]], int]:
+    """Distinct best mappings of one component, at most ``limit`` of them, as (cluster
+    masks, cost, iteration found), and how many there are in all."""
     best: dict[tuple[int, ...], tuple[float, int]] = {}
+    total = 0
+    complete = True
+    memo: dict[int, int] = {}
     for trail, cost, iteration in outcome.trails:
+        if not within(cost, outcome.best_cost):
+            continue
         if method == "brute":
-            candidates = [(trail, iteration)]
+            candidates: Any = [(trail, iteration)]
+            total += 1
         else:
-            candidates = [(joins_to_clusters(problem.topo, j), max(f, iteration)) for j, f in trail_joins(trail)]
+            candidates = ((joins_to_clusters(problem.topo, j), max(f, iteration)) for j, f in trail_joins(trail))
+            total += trail_count(trail, memo)
         for clusters, found in candidates:
-            if within(cost, outcome.best_cost) and (clusters not in best or found < best[clusters][1]):
+            if clusters not in best and limit is not None and len(best) >= limit:
+                complete = False
+                break
+            if clusters not in best or found < best[clusters][1]:
                 best[clusters] = (cost, found)
-    return [(c, cost, found) for c, (cost, found) in best.items()]
+    # a listing that ran to its end counts exactly (the unproven dive may repeat one)
+    return [(c, cost, found) for c, (cost, found) in best.items()], total if not complete else len(best)
 
 
-def _combine(network, model, settings, problems, outcomes, trace, start) -> SolveResult:
+def _combine(network, model, settings, problems, outcomes, trace, start, max_solutions) -> SolveResult:
     per_component = []
     parts = []
+    counts = []
     offset = 0
     for problem, outcome in zip(problems, outcomes):
-        found = _mappings(problem, settings["method"], outcome)
+        found, count = _mappings(problem, settings["method"], outcome, max_solutions)
+        counts.append(count)
         parts.append([(mapping_names(problem.topo, c), cost, offset + it) for c, cost, it in found])
         per_component.append({
             "nodes": len(problem.network.nodes), "optimal_cost": outcome.best_cost,
             "lower_bound": outcome.lower_bound,
             "proven_optimal": outcome.proven, "iterations": outcome.iterations,
-            "solutions": len(found), "stop_reason": outcome.stop_reason,
+            "solutions": count, "stop_reason": outcome.stop_reason,
             "link_records": outcome.link_records,
         })
         offset += outcome.iterations
     solutions = []
-    for combo in itertools.product(*parts):
+    for combo in itertools.islice(itertools.product(*parts), max_solutions):
         clusters = sorted(c for part, _, _ in combo for c in part)
         solutions.append(Solution(clusters, sum(c for _, c, _ in combo), max(i for _, _, i in combo)))
     solutions.sort(key=lambda s: (s.iteration, s.clusters))
+    solution_count = math.prod(counts)
     optimal = sum(o.best_cost for o in outcomes)
     lower = sum(o.lower_bound for o in outcomes)
-    first = min((s.iteration for s in solutions), default=None)
+    first_traced = next((t["iteration"] for t in trace if within(t["cost"], optimal)), None)
+    first = min((i for i in [first_traced, *(s.iteration for s in solutions)] if i is not None), default=None)
     first_seconds = next((t["seconds"] for t in trace if within(t["cost"], optimal)), None)
     stops = [o.stop_reason for o in outcomes if o.stop_reason != "finished"]
     return SolveResult(
@@ -209,6 +235,8 @@ def _combine(network, model, settings, problems, outcomes, trace, start) -> Solv
         optimal_cost=optimal,
         proven_optimal=all(o.proven for o in outcomes),
         lower_bound=lower,
+        solution_count=solution_count,
+        solutions_complete=len(solutions) == solution_count,
         gap=(optimal - lower) / optimal if optimal > 0 and math.isfinite(optimal) else math.nan,
         solutions=solutions,
         iterations=sum(o.iterations for o in outcomes),

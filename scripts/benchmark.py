@@ -61,12 +61,13 @@ def run_one(spec: dict, variant: str, time_limit: float) -> dict:
     from dcmap_dist.structure import eta
 
     network = load_network(spec["source"], slices=spec.get("slices"))
-    result = solve(network, order=spec.get("order", "cpt"), time_limit=time_limit, **VARIANTS[variant])
+    result = solve(network, order=spec.get("order", "cpt"), time_limit=time_limit, max_solutions=100,
+                   **VARIANTS[variant])
     return {
         "nodes": len(network.nodes), "arcs": len(network.edges), "eta": f"{eta(network):.3g}",
         "cost": round(result.optimal_cost, 6) if math.isfinite(result.optimal_cost) else None,
         "proven": result.proven_optimal,
-        "solutions": len(result.solutions), "iterations": result.iterations,
+        "solutions": result.solution_count, "iterations": result.iterations,
         "first_optimal_iteration": result.first_optimal_iteration,
         "first_optimal_seconds": _round(result.first_optimal_seconds),
         "proof_seconds": _round(result.elapsed_seconds) if result.proven_optimal else None,

@@ -42,12 +42,15 @@ def generatecombos(z: list[Any], z1: set[Any], z3: set[Any]) -> list[frozenset[A
     """The paper's ``generatecombos``: nodes ``z`` proposed for one cluster, of which
     ``z1`` can go nowhere else and ``z3`` are already mapped elsewhere. Every
     combination is ``z1`` plus a subset of ``z2 = z - z1 - z3`` (``z1`` alone included)."""
+    return list(iter_combos(z, z1, z3))
+
+
+def iter_combos(z: list[Any], z1: set[Any], z3: set[Any]) -> Iterator[frozenset[Any]]:
+    """:func:`generatecombos` one combination at a time (there are ``2^|z2|``)."""
     z2 = [x for x in z if x not in z1 and x not in z3]
-    return [
-        frozenset(z1) | frozenset(subset)
-        for size in range(len(z2) + 1)
-        for subset in itertools.combinations(z2, size)
-    ]
+    for size in range(len(z2) + 1):
+        for subset in itertools.combinations(z2, size):
+            yield frozenset(z1) | frozenset(subset)
 
 
 @dataclass(slots=True)
@@ -234,30 +237,32 @@ class Problem:
         free = topo.layer_mask[layer] & ~branch.assigned
         below = tuple(c for c in branch.cls if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer)
         children = []
-        for count, (joined, merged) in enumerate(self._combos(branch, proposal, free), 1):
-            if watch is not None:
-                watch.check_within(count)
+        for joined, merged in self._combos(branch, proposal, free, watch):
             child = self.score(self._apply(branch, proposal, joined, merged, free, below))
             if within(child.bound, g_min):
                 children.append(child)
         return children
 
-    def _combos(self, branch: Branch, proposal: int, free: int) -> Iterator[tuple[int, int]]:
+    def _combos(self, branch: Branch, proposal: int, free: int,
+                watch: Stopwatch | None) -> Iterator[tuple[int, int]]:
         """Feasible ``(K, S)``: layer nodes ``K`` joining the proposal's component, and
-        the set ``S`` (bitmask over component indices, proposal included) merged with it."""
+        the set ``S`` (bitmask over component indices, proposal included) merged with it.
+        With a ``watch``, every step checks the limits (raising SearchInterrupted)."""
         comps = branch.comps
         members = comps[proposal][0]
         candidates = self.parents_of(members) & free
         if self.scheme == "single":
-            zs = bits(candidates)
-            for subset in generatecombos(zs, set(), set()):
+            for subset in iter_combos(bits(candidates), set(), set()):
+                if watch is not None:
+                    watch.check_within()
                 joined = sum(1 << i for i in subset)
                 if not joined or self.topo.is_convex(joined | members):
                     yield joined, 1 << proposal
             return
-        yield from self._merge_combos(branch, proposal, free)
+        yield from self._merge_combos(branch, proposal, free, watch)
 
-    def _merge_combos(self, branch: Branch, proposal: int, free: int) -> Iterator[tuple[int, int]]:
+    def _merge_combos(self, branch: Branch, proposal: int, free: int,
+                      watch: Stopwatch | None) -> Iterator[tuple[int, int]]:
         """Connected sets of layer nodes and unfixed components containing the proposal,
         in which the components have no arc and no layer in common and the union is
         contiguous. Each set is generated once (extension-set enumeration); the lone
@@ -270,6 +275,8 @@ class Problem:
 
         def grow(joined: int, merged: int, union: int, layers_used: int, cand_nodes: int,
                  cand_comps: int, banned_nodes: int, banned_comps: int) -> Iterator[tuple[int, int]]:
+            if watch is not None:
+                watch.check_within()
             if topo.is_convex(joined | union):
                 yield joined, merged
             while cand_nodes or cand_comps:

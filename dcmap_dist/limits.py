@@ -46,6 +46,7 @@ class Stopwatch:
         self.start = time.perf_counter()
         self.every = every
         self.turns = 0
+        self.inner = 0
         self.peak_memory_mb = memory_mb()
         self._progress_every = progress_every
         self._last_progress = self.start
@@ -85,9 +86,14 @@ class Stopwatch:
             return "memory_limit"
         return None
 
-    def check_within(self, count: int) -> None:
-        """Inside a long inner loop: raise SearchInterrupted once a limit is reached."""
-        if count % self.every == 0:
+    def check_within(self) -> None:
+        """Inside a long inner loop: raise SearchInterrupted once a limit is reached
+        (the clock at every call, memory every ``every`` calls)."""
+        self.inner += 1
+        time_limit = self.limits.time_limit
+        if time_limit is not None and time.perf_counter() - self.start >= time_limit:
+            raise SearchInterrupted("time_limit")
+        if self.inner % self.every == 0:
             reason = self.resources_exceeded()
             if reason:
                 raise SearchInterrupted(reason)

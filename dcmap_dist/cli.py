@@ -18,7 +18,7 @@ from .loading import load_network
 from .mappings import SCHEMES, check_mapping
 from .network import Network, NetworkError, read_json
 from .solve import METHODS, SolveResult, solve
-from .structure import eta, layer_nodes, long_arcs
+from .structure import eta, layer_nodes, long_arcs, scientific
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,7 +127,7 @@ def _info(args: argparse.Namespace) -> int:
     print(f"observed     {', '.join(facts['observed']) or 'none'}")
     print(f"arcs         {facts['arcs']} ({facts['long_arcs']} skip layers)")
     print(f"layers       {facts['layers']} (nodes per layer, leaves first: {facts['nodes_per_layer']})")
-    print(f"eta          {facts['eta']:.4g} ({facts['eta']})")
+    print(f"eta          {scientific(facts['eta'])} ({facts['eta']})")
     print(f"components   {facts['components']}")
     print(f"naive cost   {facts['naive_cost']:.1f} (order {args.order})")
     return 0

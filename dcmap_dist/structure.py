@@ -7,6 +7,7 @@ input order) that feasibility checks and the search read in their inner loops.
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from functools import cached_property
 
 import numpy as np
@@ -59,6 +60,13 @@ def long_arcs(network: Network) -> list[tuple[str, str]]:
 def eta(network: Network) -> int:
     """The paper's search-space size: product over non-leaf nodes of (children + 1)."""
     return math.prod(len(network.children[x]) + 1 for x in network.nodes if network.children[x])
+
+
+def scientific(number: int, digits: int = 4) -> str:
+    """``number`` in scientific notation without going through float (eta can pass 1e308)."""
+    if number < 10**digits:
+        return str(number)
+    return f"{Decimal(number):.{digits - 1}e}"
 
 
 def same_cluster_matrix(network: Network) -> np.ndarray:

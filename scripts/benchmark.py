@@ -58,13 +58,13 @@ def run_one(spec: dict, variant: str, time_limit: float) -> dict:
     sys.path.insert(0, str(ROOT))
     from dcmap_dist.loading import load_network
     from dcmap_dist.solve import solve
-    from dcmap_dist.structure import eta
+    from dcmap_dist.structure import eta, scientific
 
     network = load_network(spec["source"], slices=spec.get("slices"))
     result = solve(network, order=spec.get("order", "cpt"), time_limit=time_limit, max_solutions=100,
                    **VARIANTS[variant])
     return {
-        "nodes": len(network.nodes), "arcs": len(network.edges), "eta": f"{eta(network):.3g}",
+        "nodes": len(network.nodes), "arcs": len(network.edges), "eta": scientific(eta(network), 3),
         "cost": round(result.optimal_cost, 6) if math.isfinite(result.optimal_cost) else None,
         "proven": result.proven_optimal,
         "solutions": result.solution_count, "iterations": result.iterations,

@@ -93,6 +93,7 @@ class Problem:
         self._children_cache: dict[int, int] = {}
         self._singleton_messages: dict[int, int] = {}
         self._closure: dict[int, tuple[int, int, int, int]] = {}
+        self._down_up_cache: dict[int, tuple[int, int]] = {}
         # descendants of the nodes above each layer: the only placed nodes a future
         # contiguity check can reach
         self._reach_above = []
@@ -228,16 +229,17 @@ class Problem:
         return best
 
     def expand(self, branch: Branch, proposal: int, g_min: float = math.inf,
-               watch: Stopwatch | None = None) -> list[Branch]:
+               watch: Stopwatch | None = None, most: int | None = None) -> list[Branch]:
         """Children of ``branch`` for ``proposal`` (a component index), one per feasible
         combination, scored; those whose bound exceeds ``g_min`` are dropped. With a
-        ``watch``, a limit reached mid-expansion raises SearchInterrupted."""
+        ``watch``, a limit reached mid-expansion raises SearchInterrupted. ``most``
+        caps the combinations tried (for heuristics only: the search needs them all)."""
         topo = self.topo
         layer = branch.layer
         free = topo.layer_mask[layer] & ~branch.assigned
         below = tuple(c for c in branch.cls if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer)
         children = []
-        for joined, merged in self._combos(branch, proposal, free, watch):
+        for joined, merged in itertools.islice(self._combos(branch, proposal, free, watch), most):
             child = self.score(self._apply(branch, proposal, joined, merged, free, below))
             if within(child.bound, g_min):
                 children.append(child)
@@ -252,11 +254,12 @@ class Problem:
         members = comps[proposal][0]
         candidates = self.parents_of(members) & free
         if self.scheme == "single":
+            down, up = self._down_up(members)
             for subset in iter_combos(bits(candidates), set(), set()):
                 if watch is not None:
                     watch.check_within()
                 joined = sum(1 << i for i in subset)
-                if not joined or self.topo.is_convex(joined | members):
+                if not joined or not self._violators(joined | members, down, up, joined):
                     yield joined, 1 << proposal
             return
         yield from self._merge_combos(branch, proposal, free, watch)
@@ -273,11 +276,23 @@ class Problem:
         comp_layers = {i: topo.layers_of(comps[i][0]) for i in open_idx}
         touch = {i: self.parents_of(comps[i][0]) | self._children_of(comps[i][0]) for i in open_idx}
 
-        def grow(joined: int, merged: int, union: int, layers_used: int, cand_nodes: int,
-                 cand_comps: int, banned_nodes: int, banned_comps: int) -> Iterator[tuple[int, int]]:
+        def grow(joined: int, merged: int, union: int, layers_used: int, down: int, up: int,
+                 cand_nodes: int, cand_comps: int, banned_nodes: int,
+                 banned_comps: int) -> Iterator[tuple[int, int]]:
+            # down, up: descendants and ancestors of the merged components (not of joined)
             if watch is not None:
                 watch.check_within()
-            if topo.is_convex(joined | union):
+            violators = self._violators(joined | union, down, up, joined)
+            if violators:
+                # a violator lies below layer l: only merging its component can mend
+                # it; if that component can no longer be merged, nothing here can
+                mendable = 0
+                for j in open_idx:
+                    if not (merged | banned_comps) >> j & 1:
+                        mendable |= comps[j][0]
+                if violators & ~mendable:
+                    return
+            else:
                 yield joined, merged
             while cand_nodes or cand_comps:
                 if cand_nodes:
@@ -289,7 +304,7 @@ class Problem:
                         bit = 1 << j
                         if not (merged | cand_comps | banned_comps) & bit and topo.children[i] & comps[j][0]:
                             new_comps |= bit
-                    yield from grow(joined | low, merged, union, layers_used, cand_nodes,
+                    yield from grow(joined | low, merged, union, layers_used, down, up, cand_nodes,
                                     cand_comps | new_comps, banned_nodes, banned_comps)
                     banned_nodes |= low
                 else:
@@ -301,12 +316,35 @@ class Problem:
                     if touch[j] & union or comp_layers[j] & layers_used:
                         continue
                     new_nodes = self.parents_of(m) & free & ~(joined | cand_nodes | banned_nodes)
+                    down_j, up_j = self._down_up(m)
                     yield from grow(joined, merged | bit, union | m, layers_used | comp_layers[j],
-                                    cand_nodes | new_nodes, cand_comps, banned_nodes, banned_comps)
+                                    down | down_j, up | up_j, cand_nodes | new_nodes, cand_comps,
+                                    banned_nodes, banned_comps)
 
         members = comps[proposal][0]
-        return grow(0, 1 << proposal, members, comp_layers[proposal],
+        return grow(0, 1 << proposal, members, comp_layers[proposal], *self._down_up(members),
                     self.parents_of(members) & free, 0, 0, 1 << proposal)
+
+    def _down_up(self, members: int) -> tuple[int, int]:
+        """All descendants and all ancestors of the nodes of ``members`` (memoised)."""
+        got = self._down_up_cache.get(members)
+        if got is None:
+            down = up = 0
+            for i in bits(members):
+                down |= self.topo.desc[i]
+                up |= self.topo.anc[i]
+            got = self._down_up_cache[members] = (down, up)
+        return got
+
+    def _violators(self, union: int, down: int, up: int, joined: int) -> int:
+        """The nodes that break the contiguity of ``union`` (outside it, with an ancestor
+        and a descendant inside), given the closures ``down``/``up`` of all of it but
+        the layer nodes ``joined`` (a few, added here)."""
+        topo = self.topo
+        for i in bits(joined):
+            down |= topo.desc[i]
+            up |= topo.anc[i]
+        return down & up & ~union
 
     def _children_of(self, mask: int) -> int:
         """All children of the nodes of ``mask``."""

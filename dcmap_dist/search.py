@@ -51,15 +51,16 @@ class SearchOutcome:
     lower_bound: float = 0.0  # proven: no mapping costs less (the best cost once proven)
 
 
-def greedy_dive(problem: Problem, watch: Stopwatch | None = None) -> Branch:
+def greedy_dive(problem: Problem, watch: Stopwatch | None = None, breadth: int = 256) -> Branch:
     """A heuristic complete mapping: follow the cheapest child (by ``g_hat``) from the
-    root. If a limit stops the dive, the mapping of all singletons (always feasible)."""
+    root, among the first ``breadth`` combinations of each step (a wide layer can have
+    astronomically many). If a limit stops the dive, the mapping of all singletons."""
     try:
         branch = problem.root()
         while not problem.is_complete(branch):
             if branch.layer_done:
                 branch = problem.advance(branch)
-            children = problem.expand(branch, problem.next_proposal(branch), watch=watch)
+            children = problem.expand(branch, problem.next_proposal(branch), watch=watch, most=breadth)
             branch = min(children, key=lambda b: b.estimate)
         return branch
     except SearchInterrupted:

@@ -81,8 +81,9 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
 
 
-def _blank(value: object) -> object:
-    return "" if value is None else value
+def _cell(value: object) -> str:
+    """A table cell: "–" for a value that was not measured or not found."""
+    return "–" if value in (None, "", "None", "inf") else str(value)
 
 
 def run_isolated(label: str, spec: dict, variant: str, time_limit: float) -> dict:
@@ -134,11 +135,14 @@ def write_results(rows: list[dict], commands: list[str], out_dir: Path) -> None:
         "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
-        first = f"{r.get('first_optimal_iteration')} / {r.get('first_optimal_seconds')}"
+        first = _cell(r.get("first_optimal_iteration"))
+        if first != "–":
+            first = f"{first} / {_cell(r.get('first_optimal_seconds'))}"
         lines.append(
-            f"| {r['network']} | {r.get('nodes', '')} | {r.get('eta', '')} | {r['variant']} | {r.get('cost', '')} "
-            f"| {'yes' if str(r.get('proven')) == 'True' else 'no'} | {r.get('solutions', '')} | {r.get('iterations', '')} "
-            f"| {first} | {_blank(r.get('proof_seconds'))} | {r.get('peak_memory_mb', '')} | {r.get('stop_reason', '')} |"
+            f"| {r['network']} | {_cell(r.get('nodes'))} | {_cell(r.get('eta'))} | {r['variant']} "
+            f"| {_cell(r.get('cost'))} | {'yes' if str(r.get('proven')) == 'True' else 'no'} "
+            f"| {_cell(r.get('solutions'))} | {_cell(r.get('iterations'))} | {first} "
+            f"| {_cell(r.get('proof_seconds'))} | {_cell(r.get('peak_memory_mb'))} | {r.get('stop_reason', '')} |"
         )
     table = "\n".join(lines) + "\n"
     readme = out_dir / "README.md"
@@ -162,6 +166,8 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS), help="variants for the smaller networks")
     parser.add_argument("--only", help="comma-separated network labels to run")
     parser.add_argument("--out", default=str(ROOT / "results"))
+    parser.add_argument("--table-only", action="store_true",
+                        help="rebuild the table in results/README.md from serial.csv; run nothing")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -174,12 +180,16 @@ def main() -> None:
     commands = commands_file.read_text().splitlines() if commands_file.exists() else []
     commands = [c for c in commands if c != command] + [command]
     rows = read_rows(out / "serial.csv")
+    if args.table_only:
+        write_results(rows, commands[:-1], out)
+        return
     only = set(args.only.split(",")) if args.only else None
     for size, label, spec in networks():
         if only and label not in only:
             continue
         small = size <= args.max_nodes
-        for variant in args.variants.split(",") if small else ["dcmap", "bfs"]:
+        requested = args.variants.split(",")
+        for variant in requested if small else [v for v in ("dcmap", "bfs") if v in requested]:
             if not small:
                 limit = args.large_time_limit
             else:

@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dcmap`` console script."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if os.getcwd() not in sys.path:  # --cost module:name finds modules where the user is
+        sys.path.append(os.getcwd())
     try:
         return args.run(args)
     except (NetworkError, CostError, ValueError, TimeoutError) as exc:

@@ -353,3 +353,21 @@ def test_python_dash_m_runs_the_cli():
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0
     assert json.loads(result.stdout)["nodes"] == 7
+
+
+def test_user_cost_module_in_the_working_directory(tmp_path):
+    """`--cost mymodule:name` finds a module in the directory the user runs dcmap from."""
+    script = shutil.which("dcmap")
+    if script is None:
+        pytest.skip("the dcmap script is not installed")
+    (tmp_path / "mymodule.py").write_text(
+        "def my_cost(ctx):\n"
+        "    crossing = sum(1 for child in ctx.children if not child.same_cluster)\n"
+        "    return 1.0 + len(ctx.nodes) ** 2 + crossing\n"
+    )
+    done = subprocess.run([script, "solve", "paper-example", "--cost", "mymodule:my_cost", "-o", "-", "-q"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["cost_model"]["name"] == "mymodule:my_cost"
+    assert result["proven_optimal"]

@@ -117,7 +117,8 @@ def dcmap_search(
     iterations = 0
     trace: list[tuple[int, float, float]] = []
 
-    incumbent = greedy_dive(problem, watch)
+    # two feasible mappings to start from: the greedy dive, and all singletons
+    incumbent = min(greedy_dive(problem, watch), problem.singletons(), key=lambda b: b.cost)
     g_min = incumbent.cost
     trace.append((0, watch.elapsed(), g_min))
     if on_improvement:

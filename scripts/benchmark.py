@@ -32,7 +32,8 @@ VARIANTS = {  # name: keyword arguments of solve()
     "dcmap-no-bound": {"method": "dcmap", "use_bound": False},
     "dcmap-full-key": {"method": "dcmap", "key": "full"},
 }
-COLUMNS = ["network", "nodes", "arcs", "eta", "variant", "time_limit", "cost", "proven", "solutions",
+COLUMNS = ["network", "nodes", "arcs", "eta", "variant", "time_limit", "cost", "proven", "lower_bound", "gap",
+           "solutions",
            "iterations", "first_optimal_iteration", "first_optimal_seconds", "proof_seconds",
            "elapsed_seconds", "peak_memory_mb", "stop_reason"]
 
@@ -67,6 +68,8 @@ def run_one(spec: dict, variant: str, time_limit: float) -> dict:
         "nodes": len(network.nodes), "arcs": len(network.edges), "eta": scientific(eta(network), 3),
         "cost": round(result.optimal_cost, 6) if math.isfinite(result.optimal_cost) else None,
         "proven": result.proven_optimal,
+        "lower_bound": round(result.lower_bound, 6),
+        "gap": f"{100 * result.gap:.1f}%" if math.isfinite(result.gap) else None,
         "solutions": result.solution_count, "iterations": result.iterations,
         "first_optimal_iteration": result.first_optimal_iteration,
         "first_optimal_seconds": _round(result.first_optimal_seconds),
@@ -127,12 +130,14 @@ def write_results(rows: list[dict], commands: list[str], out_dir: Path) -> None:
         "Made by (later commands replace the rows they rerun):", "",
         *[f"    {c}" for c in commands], "",
         f"Last run {time.strftime('%Y-%m-%d')}; one process per run, one run at a time, on a 2-core machine.",
-        "`cost` is the optimum when `proven` is yes, else the best found; times in seconds; "
+        "`cost` is the optimum when `proven` is yes, else the best found; `gap` is how far the "
+        "best found may lie above the optimum (no mapping costs less than the open branches' "
+        "least bound; recorded for the DCMAP rows); times in seconds; "
         "memory is the run's peak resident size in MiB. `first opt.` is the iteration and "
         "second at which a mapping of the final cost was first found.", "",
-        "| network | nodes | eta | variant | cost | proven | mappings | iterations | first opt. (it / s) "
+        "| network | nodes | eta | variant | cost | proven | gap | mappings | iterations | first opt. (it / s) "
         "| proof (s) | memory (MiB) | stop |",
-        "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
         first = _cell(r.get("first_optimal_iteration"))
@@ -141,7 +146,7 @@ def write_results(rows: list[dict], commands: list[str], out_dir: Path) -> None:
         lines.append(
             f"| {r['network']} | {_cell(r.get('nodes'))} | {_cell(r.get('eta'))} | {r['variant']} "
             f"| {_cell(r.get('cost'))} | {'yes' if str(r.get('proven')) == 'True' else 'no'} "
-            f"| {_cell(r.get('solutions'))} | {_cell(r.get('iterations'))} | {first} "
+            f"| {_cell(r.get('gap'))} | {_cell(r.get('solutions'))} | {_cell(r.get('iterations'))} | {first} "
             f"| {_cell(r.get('proof_seconds'))} | {_cell(r.get('peak_memory_mb'))} | {r.get('stop_reason', '')} |"
         )
     table = "\n".join(lines) + "\n"

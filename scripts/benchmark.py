@@ -132,7 +132,7 @@ def write_results(rows: list[dict], commands: list[str], out_dir: Path) -> None:
         f"Last run {time.strftime('%Y-%m-%d')}; one process per run, one run at a time, on a 2-core machine.",
         "`cost` is the optimum when `proven` is yes, else the best found; `gap` is how far the "
         "best found may lie above the optimum (no mapping costs less than the open branches' "
-        "least bound; recorded for the DCMAP rows); times in seconds; "
+        "least bound; 0% once proven; recorded for DCMAP only); times in seconds; "
         "memory is the run's peak resident size in MiB. `first opt.` is the iteration and "
         "second at which a mapping of the final cost was first found.", "",
         "| network | nodes | eta | variant | cost | proven | gap | mappings | iterations | first opt. (it / s) "
@@ -140,13 +140,14 @@ def write_results(rows: list[dict], commands: list[str], out_dir: Path) -> None:
         "| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
+        proven = str(r.get("proven")) == "True"
         first = _cell(r.get("first_optimal_iteration"))
         if first != "–":
             first = f"{first} / {_cell(r.get('first_optimal_seconds'))}"
         lines.append(
             f"| {r['network']} | {_cell(r.get('nodes'))} | {_cell(r.get('eta'))} | {r['variant']} "
-            f"| {_cell(r.get('cost'))} | {'yes' if str(r.get('proven')) == 'True' else 'no'} "
-            f"| {_cell(r.get('gap'))} | {_cell(r.get('solutions'))} | {_cell(r.get('iterations'))} | {first} "
+            f"| {_cell(r.get('cost'))} | {'yes' if proven else 'no'} "
+            f"| {'0%' if proven else _cell(r.get('gap'))} | {_cell(r.get('solutions'))} | {_cell(r.get('iterations'))} | {first} "
             f"| {_cell(r.get('proof_seconds'))} | {_cell(r.get('peak_memory_mb'))} | {r.get('stop_reason', '')} |"
         )
     table = "\n".join(lines) + "\n"

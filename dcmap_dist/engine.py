@@ -93,7 +93,6 @@ class Problem:
         self._children_cache: dict[int, int] = {}
         self._singleton_messages: dict[int, int] = {}
         self._closure: dict[int, tuple[int, int, int, int]] = {}
-        self._down_up_cache: dict[int, tuple[int, int]] = {}
         # descendants of the nodes above each layer: the only placed nodes a future
         # contiguity check can reach
         self._reach_above = []
@@ -254,7 +253,7 @@ class Problem:
         members = comps[proposal][0]
         candidates = self.parents_of(members) & free
         if self.scheme == "single":
-            down, up = self._down_up(members)
+            up, down = self._closures(members)[:2]
             for subset in iter_combos(bits(candidates), set(), set()):
                 if watch is not None:
                     watch.check_within()
@@ -273,8 +272,7 @@ class Problem:
         topo = self.topo
         comps = branch.comps
         open_idx = [i for i, (_, fixed) in enumerate(comps) if not fixed]
-        comp_layers = {i: topo.layers_of(comps[i][0]) for i in open_idx}
-        touch = {i: self.parents_of(comps[i][0]) | self._children_of(comps[i][0]) for i in open_idx}
+        closures = {i: self._closures(comps[i][0]) for i in open_idx}
 
         def grow(joined: int, merged: int, union: int, layers_used: int, down: int, up: int,
                  cand_nodes: int, cand_comps: int, banned_nodes: int,
@@ -313,33 +311,24 @@ class Problem:
                     banned_comps |= bit
                     j = bit.bit_length() - 1
                     m = comps[j][0]
-                    if touch[j] & union or comp_layers[j] & layers_used:
+                    up_j, down_j, touch_j, layers_j = closures[j]
+                    if touch_j & union or layers_j & layers_used:
                         continue
                     new_nodes = self.parents_of(m) & free & ~(joined | cand_nodes | banned_nodes)
-                    down_j, up_j = self._down_up(m)
-                    yield from grow(joined, merged | bit, union | m, layers_used | comp_layers[j],
+                    yield from grow(joined, merged | bit, union | m, layers_used | layers_j,
                                     down | down_j, up | up_j, cand_nodes | new_nodes, cand_comps,
                                     banned_nodes, banned_comps)
 
         members = comps[proposal][0]
-        return grow(0, 1 << proposal, members, comp_layers[proposal], *self._down_up(members),
+        up, down, _, layers_used = closures[proposal]
+        return grow(0, 1 << proposal, members, layers_used, down, up,
                     self.parents_of(members) & free, 0, 0, 1 << proposal)
-
-    def _down_up(self, members: int) -> tuple[int, int]:
-        """All descendants and all ancestors of the nodes of ``members`` (memoised)."""
-        got = self._down_up_cache.get(members)
-        if got is None:
-            down = up = 0
-            for i in bits(members):
-                down |= self.topo.desc[i]
-                up |= self.topo.anc[i]
-            got = self._down_up_cache[members] = (down, up)
-        return got
 
     def _violators(self, union: int, down: int, up: int, joined: int) -> int:
         """The nodes that break the contiguity of ``union`` (outside it, with an ancestor
         and a descendant inside), given the closures ``down``/``up`` of all of it but
-        the layer nodes ``joined`` (a few, added here)."""
+        the layer nodes ``joined`` (a few, added here). Closures may leave out members:
+        members are never violators."""
         topo = self.topo
         for i in bits(joined):
             down |= topo.desc[i]

@@ -162,13 +162,6 @@ class Topology:
         index = self.network.index
         return sum(1 << index[x] for x in set(names))
 
-    def layers_of(self, mask: int) -> int:
-        """Bitmask of the layers that ``mask`` touches."""
-        out = 0
-        for i in bits(mask):
-            out |= 1 << self.layer[i]
-        return out
-
     def component(self, start: int, within: int) -> int:
         """The weakly connected component of node ``start`` inside node set ``within``."""
         comp = frontier = 1 << start

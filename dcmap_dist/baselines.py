@@ -48,7 +48,7 @@ def bfs_search(
                 if within(branch.cost, best):
                     found.append((branch.trail, branch.cost, iterations))
             else:
-                queue.append(problem.advance(branch))
+                queue.append(branch.advanced())
             continue
         iterations += 1
         try:

@@ -8,8 +8,13 @@ floats) so it can be serialised and moved between processes:
   connected piece of a cluster restricted to the layers done so far; it is open
   while it holds a node with a parent above the last completed layer. ``fixed``
   means its fate at ``layer`` is decided (extended by a new cluster-layer, or not).
-* ``cls``: the frontier cluster-layers ``(members, message id)``: those holding a
+* ``cls``: the frontier cluster-layers ``(members, message)``: those holding a
   node with a parent above the last completed layer. Future costs read only these.
+  Messages are the cost model's own values, so a branch or a dominance key means
+  the same in every process.
+* ``trail``: the history since the branch's last link record, ``(record id or
+  None, join masks...)`` (see :mod:`dcmap_dist.linking`); ``link`` is that record's
+  id. A branch carries no other history, so it pickles small.
 
 One expansion (one *iteration*) takes a proposal, "which nodes of ``layer``
 join component ``c``", and makes one child branch per feasible combination
@@ -60,10 +65,10 @@ class Branch:
     layer: int
     assigned: int
     comps: tuple[tuple[int, bool], ...]
-    cls: tuple[tuple[int, int], ...]
+    cls: tuple[tuple[int, Hashable], ...]
     cost: float
-    trail: Any = None  # history for rebuilding the mapping (see :func:`trail_joins`)
-    links: tuple[Any, ...] = ()  # link records of the completed layers (DCMAP only)
+    trail: tuple = (None,)  # (last link record id or None, join masks since)
+    link: int | None = None  # id of the last link record (DCMAP only)
     estimate: float = 0.0  # g_hat
     bound: float = 0.0  # cost + admissible lower bound of what is left
     queued: bool = field(default=False)
@@ -71,6 +76,13 @@ class Branch:
     @property
     def layer_done(self) -> bool:
         return self.assigned == -1
+
+    def advanced(self, record: int | None = None) -> Branch:
+        """This completed branch moved to the start of the next layer. Linked at record
+        ``record``, its history restarts there; unlinked, it keeps its trail."""
+        trail = self.trail if record is None else (record,)
+        return Branch(self.layer + 1, 0, self.comps, self.cls, self.cost, trail,
+                      self.link if record is None else record, self.estimate, self.bound)
 
 
 class Problem:
@@ -86,12 +98,10 @@ class Problem:
         self.model = model
         self.scheme = scheme
         self.topo = topo = Topology(network)
-        self.messages: list[Hashable] = []
-        self._message_ids: dict[Hashable, int] = {}
-        self._costs: dict[tuple, tuple[float, int]] = {}
+        self._costs: dict[tuple, tuple[float, Hashable]] = {}
         self._parents_of: dict[int, int] = {}
         self._children_cache: dict[int, int] = {}
-        self._singleton_messages: dict[int, int] = {}
+        self._singleton_messages: dict[int, Hashable] = {}
         self._closure: dict[int, tuple[int, int, int, int]] = {}
         # descendants of the nodes above each layer: the only placed nodes a future
         # contiguity check can reach
@@ -110,7 +120,7 @@ class Problem:
         ]
         self._estimator = getattr(model, "estimate", None)
         self._message_bound_of = getattr(model, "message_lower_bound", None) if lower_bound else None
-        self._message_bounds: dict[tuple[int, int], float] = {}
+        self._message_bounds: dict[tuple[int, Hashable], float] = {}
 
     # -- small cached facts -------------------------------------------------
     def parents_of(self, mask: int) -> int:
@@ -138,10 +148,10 @@ class Problem:
                     bound += self._message_bound(members, msg)
         return bound
 
-    def _message_bound(self, members: int, msg: int) -> float:
+    def _message_bound(self, members: int, msg: Hashable) -> float:
         got = self._message_bounds.get((members, msg))
         if got is None:
-            got = self._message_bound_of(self.graph, self.topo.names(members), self.messages[msg])
+            got = self._message_bound_of(self.graph, self.topo.names(members), msg)
             self._message_bounds[(members, msg)] = got
         return got
 
@@ -162,30 +172,23 @@ class Problem:
         branch.estimate = branch.cost + self.estimate(branch)
         return branch
 
-    def message_id(self, message: Hashable) -> int:
-        got = self._message_ids.get(message)
-        if got is None:
-            got = self._message_ids[message] = len(self.messages)
-            self.messages.append(message)
-        return got
-
     def cluster_layer_cost(
-        self, nodes: int, children: tuple[tuple[int, bool, int], ...]
-    ) -> tuple[float, int]:
-        """Cost and message id of cluster-layer ``nodes`` given its children
-        ``(members, same_cluster, message id)``, memoised."""
+        self, nodes: int, children: tuple[tuple[int, bool, Hashable], ...]
+    ) -> tuple[float, Hashable]:
+        """Cost and message of cluster-layer ``nodes`` given its children
+        ``(members, same_cluster, message)``, memoised."""
         key = (nodes, children)
         got = self._costs.get(key)
         if got is None:
             topo = self.topo
             kids = [
-                ChildClusterLayer(topo.names(m), topo.layer[(m & -m).bit_length() - 1], same, self.messages[msg])
+                ChildClusterLayer(topo.names(m), topo.layer[(m & -m).bit_length() - 1], same, msg)
                 for m, same, msg in children
             ]
             layer = topo.layer[(nodes & -nodes).bit_length() - 1]
             ctx = CostContext(topo.names(nodes), layer, self.graph, sort_children(kids))
             value, message = self.model.evaluate(ctx)
-            got = (checked_cost(value, ctx), self.message_id(message))
+            got = (checked_cost(value, ctx), message)
             self._costs[key] = got
         return got
 
@@ -339,7 +342,8 @@ class Problem:
         """All children of the nodes of ``mask``."""
         return _union_of(self._children_cache, self.topo.children, mask)
 
-    def _new_cluster_layer(self, nodes: int, cluster: int, cls: tuple[tuple[int, int], ...]) -> tuple[float, int]:
+    def _new_cluster_layer(self, nodes: int, cluster: int,
+                           cls: tuple[tuple[int, Hashable], ...]) -> tuple[float, Hashable]:
         """Cost of a new cluster-layer ``nodes`` whose component (after merging) is
         ``cluster``; its children are among the frontier cluster-layers ``cls``."""
         kids = self._children_of(nodes)
@@ -348,7 +352,7 @@ class Problem:
         )
 
     def _apply(self, branch: Branch, proposal: int, joined: int, merged: int,
-               free: int, below: tuple[tuple[int, int], ...]) -> Branch:
+               free: int, below: tuple[tuple[int, Hashable], ...]) -> Branch:
         """The child branch of one combination. Layer nodes left with no unfixed
         component to join become their own cluster-layers in the same step."""
         comps = branch.comps
@@ -371,7 +375,7 @@ class Problem:
             new_comps = [comp for j, comp in enumerate(comps) if not (merged >> j) & 1]
             new_comps.append((union, True))
             if anchors & (anchors - 1):
-                trail = (trail, anchors)
+                trail = trail + (anchors,)
         else:
             new_comps = list(comps)
             new_comps[proposal] = (comps[proposal][0], True)
@@ -386,7 +390,7 @@ class Problem:
             cls.append((1 << i, msg))
             new_comps.append((1 << i, True))
             assigned |= 1 << i
-        child = Branch(branch.layer, assigned, tuple(new_comps), tuple(cls), cost, trail, branch.links)
+        child = Branch(branch.layer, assigned, tuple(new_comps), tuple(cls), cost, trail, branch.link)
         if assigned == self.topo.layer_mask[branch.layer]:
             return self.finish_layer(child)
         return child
@@ -399,7 +403,7 @@ class Problem:
         above = topo.above[branch.layer]
         comps = tuple(sorted((m, False) for m, _ in branch.comps if self.parents_of(m) & above))
         cls = tuple(sorted(c for c in branch.cls if self.parents_of(c[0]) & above))
-        return Branch(branch.layer, -1, comps, cls, branch.cost, branch.trail, branch.links)
+        return Branch(branch.layer, -1, comps, cls, branch.cost, branch.trail, branch.link)
 
     def link_key(self, branch: Branch) -> tuple:
         """Dominance key of a completed layer: what any future cost or feasibility
@@ -453,11 +457,6 @@ class Problem:
             self._closure[members] = got
         return got
 
-    def advance(self, branch: Branch) -> Branch:
-        """Move a completed, linked branch to the start of the next layer."""
-        return Branch(branch.layer + 1, 0, branch.comps, branch.cls, branch.cost,
-                      branch.trail, branch.links, branch.estimate, branch.bound)
-
     def is_complete(self, branch: Branch) -> bool:
         return branch.layer_done and branch.layer == self.topo.l_max
 
@@ -470,38 +469,6 @@ def _union_of(cache: dict[int, int], table: list[int], mask: int) -> int:
         for i in bits(mask):
             got |= table[i]
         cache[mask] = got
-    return got
-
-
-def trail_joins(trail: Any) -> Iterator[tuple[tuple[int, ...], int]]:
-    """Every mapping a trail stands for, as (join masks, iteration found).
-
-    A trail is ``None`` (the root), a step ``(parent, join mask)``, or a link
-    record whose ``prefixes`` are ``(trail, iteration)`` pairs of tied branches.
-    """
-    stack: list[tuple[Any, tuple[int, ...], int]] = [(trail, (), 0)]
-    while stack:
-        node, joins, found = stack.pop()
-        while isinstance(node, tuple):
-            node, join = node
-            joins = joins + (join,)
-        if node is None:
-            yield joins, found
-        else:
-            for prefix, iteration in node.prefixes:
-                stack.append((prefix, joins, max(found, iteration)))
-
-
-def trail_count(trail: Any, memo: dict[int, int] | None = None) -> int:
-    """How many mappings a trail stands for, without listing them (see :func:`trail_joins`)."""
-    memo = {} if memo is None else memo
-    while isinstance(trail, tuple):
-        trail = trail[0]
-    if trail is None:
-        return 1
-    got = memo.get(id(trail))
-    if got is None:
-        got = memo[id(trail)] = sum(trail_count(prefix, memo) for prefix, _ in trail.prefixes)
     return got
 
 

@@ -13,8 +13,9 @@ from typing import Any
 
 from .baselines import bfs_search, brute_force
 from .cost import CostModel, load_cost, model_params
-from .engine import Problem, joins_to_clusters, trail_count, trail_joins, within
+from .engine import Problem, joins_to_clusters, within
 from .limits import Limits
+from .linking import trail_count, trail_joins
 from .mappings import check_scheme, mapping_names
 from .network import Network
 from .search import SearchOutcome, dcmap_search
@@ -137,7 +138,7 @@ def solve(
 
         if isinstance(limits, str):  # the budget is spent: keep the all-singletons mapping
             fallback = problem.singletons()
-            outcomes.append(SearchOutcome(fallback.cost, [(None, fallback.cost, 0)], False, limits, 0,
+            outcomes.append(SearchOutcome(fallback.cost, [((None,), fallback.cost, 0)], False, limits, 0,
                                           lower_bound=problem.score(problem.root()).bound))
             continue
         outcome = _run(problem, method, alpha, seed, limits, improved, on_progress)
@@ -187,8 +188,10 @@ def _mappings(problem: Problem, method: str, outcome: SearchOutcome,
             candidates: Any = [(trail, iteration)]
             total += 1
         else:
-            candidates = ((joins_to_clusters(problem.topo, j), max(f, iteration)) for j, f in trail_joins(trail))
-            total += trail_count(trail, memo)
+            histories = outcome.histories
+            candidates = ((joins_to_clusters(problem.topo, j), max(f, iteration))
+                          for j, f in trail_joins(trail, histories))
+            total += trail_count(trail, histories, memo)
         for clusters, found in candidates:
             if clusters not in best and limit is not None and len(best) >= limit:
                 complete = False

@@ -18,7 +18,8 @@ from collections import Counter
 import pytest
 
 from dcmap_dist.cost import DcmapCost, evaluate_mapping
-from dcmap_dist.engine import Problem, generatecombos, joins_to_clusters, trail_joins
+from dcmap_dist.engine import Problem, generatecombos, joins_to_clusters
+from dcmap_dist.linking import trail_joins
 from dcmap_dist.limits import memory_mb
 from dcmap_dist.loading import load_network
 from dcmap_dist.mappings import check_mapping, enumerate_mappings
@@ -285,7 +286,7 @@ def walk_tree(problem: Problem):
             return branch.cost
         best = math.inf
         if branch.layer_done:
-            advanced = problem.advance(branch)
+            advanced = branch.advanced()
             best = rec(advanced)
         else:
             proposal = problem.next_proposal(branch)
@@ -302,7 +303,7 @@ def walk_tree(problem: Problem):
 
 
 def leaf_clusters(problem: Problem, leaf) -> tuple[int, ...]:
-    histories = list(trail_joins(leaf.trail))
+    histories = list(trail_joins(leaf.trail, {}))
     assert len(histories) == 1
     return joins_to_clusters(problem.topo, histories[0][0])
 

@@ -1,0 +1,236 @@
+"""The DCMAP loop over one actor's open branches: the single engine of the serial
+and the distributed searches.
+
+An :class:`Explorer` owns a set of open branches (a queue and the active branch)
+and, optionally, one shard of the link table. It pops or activates a branch (the
+cheapest ``g_hat`` with probability ``alpha``, else one at the lowest layer),
+prunes it if its last link record was dominated or its bound cannot beat
+``G_min``, expands it, and hands every child that completes a layer to the owner
+of its dominance key: itself when it holds that key's shard (the branch is
+settled at once and, if it goes on, stays here), else an outbox that the
+distributed search delivers in batches. The first (cheapest) surviving child
+stays active; the others wait in the queue.
+
+Serially one explorer holds the whole table, so every key is settled at once:
+this is the paper's loop with the two corrections of SPEC section 5.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import time
+from typing import Any
+
+from .engine import Branch, Problem, within
+from .limits import SearchInterrupted, Stopwatch
+from .linking import CHEAPER, NEW, LinkShard, route
+
+SENT_MEMORY = 1 << 18  # foreign keys whose best sent cost is remembered (a filter only)
+
+
+class BranchQueue:
+    """Queued branches, reachable both by ``g_hat`` and by (layer, ``g_hat``)."""
+
+    def __init__(self) -> None:
+        self.by_cost: list[tuple[float, int, Branch]] = []
+        self.by_layer: list[tuple[int, float, int, Branch]] = []
+        self.size = 0
+        self._seq = 0
+
+    def push(self, branch: Branch) -> None:
+        self._seq += 1
+        branch.queued = True
+        heapq.heappush(self.by_cost, (branch.estimate, self._seq, branch))
+        heapq.heappush(self.by_layer, (branch.layer, branch.estimate, self._seq, branch))
+        self.size += 1
+
+    def branches(self) -> list[Branch]:
+        """The queued branches, cheapest ``g_hat`` first."""
+        return [entry[-1] for entry in sorted(self.by_cost, key=lambda e: e[:2]) if entry[-1].queued]
+
+    def least_bound(self) -> float:
+        """The smallest ``bound`` among queued branches (inf if none)."""
+        return min((entry[-1].bound for entry in self.by_cost if entry[-1].queued), default=math.inf)
+
+    def pop(self, cheapest: bool) -> Branch | None:
+        heap = self.by_cost if cheapest else self.by_layer
+        while heap:
+            branch = heapq.heappop(heap)[-1]
+            if branch.queued:
+                branch.queued = False
+                self.size -= 1
+                return branch
+        return None
+
+
+class Explorer:
+    """One actor's share of a DCMAP search (all of it when serial).
+
+    ``shard`` is the part of the link table this explorer owns (index
+    ``shard_index`` of ``shards``), or None when another actor owns the whole table.
+    """
+
+    def __init__(self, problem: Problem, alpha: float = 0.6, seed: int = 0,
+                 shard: LinkShard | None = None, shard_index: int = 0, shards: int = 1) -> None:
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
+        self.problem = problem
+        self.alpha = alpha
+        self.rng = random.Random(seed)
+        self.queue = BranchQueue()
+        self.active: Branch | None = None
+        self.shard = shard
+        self.shard_index = shard_index
+        self.shards = shards
+        self.final_key = (problem.topo.l_max, (), ())
+        self.g_min = math.inf
+        self.dominated: set[int] = set()  # records known to be dominated
+        self.notices: list[int] = []  # records this shard dominated, for other actors
+        self.outbox: dict[int, list[tuple[tuple, Branch]]] = {}
+        self._sent: dict[tuple, float] = {}
+        self.iterations = 0
+        self.iteration_offset = 0  # added to local counts in histories and the trace
+        self.time_offset = 0.0  # seconds of the whole search when this step's clock started
+        self.improvements: list[tuple[int, float, float]] = []  # (iteration, seconds, cost)
+        self.watch: Stopwatch | None = None
+
+    # -- arrivals -------------------------------------------------------------
+    def offer(self, key: tuple, branch: Branch) -> Branch | None:
+        """Settle a branch at a key this explorer owns; the branch advanced to its next
+        layer if it goes on, else None (tied, worse, or complete)."""
+        outcome, record, dominated = self.shard.settle(key, branch.cost, branch.trail, self.stamp())
+        if dominated is not None:
+            self.dominated.add(dominated)
+            self.notices.append(dominated)
+        if outcome not in (NEW, CHEAPER):
+            return None
+        if key == self.final_key:
+            self.improve(branch.cost)
+            return None
+        return branch.advanced(record)
+
+    def receive(self, arrivals: list[tuple[tuple, Branch]]) -> None:
+        """Settle a batch of completions sent by other explorers; keep the survivors."""
+        for key, branch in arrivals:
+            if self.problem.is_complete(branch):
+                self.improve(branch.cost)
+            survivor = self.offer(key, branch)
+            if survivor is not None and within(survivor.bound, self.g_min):
+                self.queue.push(survivor)
+
+    def adopt(self, branches: list[Branch]) -> None:
+        """Take over open branches (handed out by the coordinator, or restored)."""
+        for branch in branches:
+            self.queue.push(branch)
+
+    def improve(self, cost: float) -> None:
+        """A complete mapping of ``cost`` exists: lower ``G_min`` and record it."""
+        if not within(self.g_min, cost):
+            self.g_min = cost
+            self.improvements.append((self.stamp(), self.seconds(), cost))
+
+    def stamp(self) -> int:
+        return self.iteration_offset + self.iterations
+
+    def seconds(self) -> float:
+        return self.time_offset + (self.watch.elapsed() if self.watch else 0.0)
+
+    # -- the loop -------------------------------------------------------------
+    def step(self, watch: Stopwatch, until: float | None = None, max_iterations: int | None = None) -> str:
+        """Run the loop until the open set is empty (``idle``), the clock passes ``until``
+        (``budget``), this explorer's iterations reach ``max_iterations``, or a limit of
+        ``watch`` is reached (its name)."""
+        self.watch = watch
+        problem = self.problem
+        queue = self.queue
+        rng = self.rng
+        while True:
+            if max_iterations is not None and self.iterations >= max_iterations:
+                return "max_iterations"
+            reason = watch.check(self.iterations)
+            if reason:
+                return reason
+            if until is not None and time.perf_counter() >= until:
+                return "budget"
+            branch = self.active
+            if branch is not None:
+                self.active = None
+            else:
+                branch = queue.pop(rng.random() < self.alpha)
+                if branch is None:
+                    return "idle"
+            if branch.link in self.dominated or not within(branch.bound, self.g_min):
+                continue
+            self.iterations += 1
+            try:
+                children = problem.expand(branch, problem.next_proposal(branch), self.g_min, watch)
+            except SearchInterrupted as stop:
+                self.iterations -= 1
+                queue.push(branch)  # not expanded: it still stands for its mappings
+                return stop.args[0]
+            survivors = []
+            for child in children:
+                if child.layer_done:
+                    child = self._complete(child)
+                if child is not None:
+                    survivors.append(child)
+            if survivors:
+                survivors.sort(key=lambda b: b.estimate)
+                self.active = survivors[0]
+                for child in survivors[1:]:
+                    queue.push(child)
+
+    def _complete(self, branch: Branch) -> Branch | None:
+        """Hand a branch that completed a layer to its key's owner: settled here if this
+        explorer owns the key, else put in the outbox unless a branch at least as cheap
+        was already sent there (bests only fall, so a worse one would be refused)."""
+        key = self.problem.link_key(branch)
+        if self.problem.is_complete(branch):
+            self.improve(branch.cost)
+        owner = route(key, self.shards)
+        if self.shard is not None and owner == self.shard_index:
+            return self.offer(key, branch)
+        sent = self._sent.get(key)
+        if sent is not None and not within(branch.cost, sent):
+            return None
+        if len(self._sent) >= SENT_MEMORY:
+            self._sent.clear()
+        self._sent[key] = branch.cost if sent is None else min(sent, branch.cost)
+        self.outbox.setdefault(owner, []).append((key, branch))
+        return None
+
+    # -- figures ----------------------------------------------------------------
+    def open_count(self) -> int:
+        """Open branches held here (queue and active), not counting the outbox."""
+        return self.queue.size + (self.active is not None)
+
+    def least_bound(self) -> float:
+        """The least bound over every branch held here, outbox included (inf if none)."""
+        bounds = [self.queue.least_bound()]
+        if self.active is not None:
+            bounds.append(self.active.bound)
+        bounds.extend(branch.bound for batch in self.outbox.values() for _, branch in batch)
+        return min(bounds)
+
+    def take_outbox(self) -> dict[int, list[tuple[tuple, Branch]]]:
+        """The completions waiting to be sent, by owner; the outbox is emptied."""
+        outbox, self.outbox = self.outbox, {}
+        return outbox
+
+    def open_branches(self) -> list[Branch]:
+        """Every open branch held here (the active one first), without removing them."""
+        return ([self.active] if self.active is not None else []) + self.queue.branches()
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to continue this explorer's share exactly (plain data;
+        the outbox must have been taken)."""
+        assert not self.outbox, "take the outbox before saving an explorer's state"
+        return {
+            "branches": self.open_branches(),
+            "dominated": set(self.dominated),
+            "iterations": self.iterations,
+            "g_min": self.g_min,
+            "rng": self.rng.getstate(),
+        }

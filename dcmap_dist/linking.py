@@ -1,0 +1,143 @@
+"""The link table (dominance between branches that completed the same layer) and
+the tied histories that rebuild every optimal mapping.
+
+Branches that complete layer ``l`` with equal :meth:`Problem.link_key` have
+identical futures. The table keeps, per key, the best cost, a record id, and
+whether a cheaper arrival has since dominated that record. Every arrival at a key
+is decided by the table that owns the key:
+
+* ``new``: no record yet; a record is made and the branch goes on;
+* ``cheaper``: the old record is marked dominated (branches below it are pruned
+  when popped) and a new record is made; the branch goes on;
+* ``tie``: the branch's history is stored on the record as an alternative and
+  the branch stops (its future is the recorded branch's);
+* ``worse``: the branch stops.
+
+The table can be split into shards by :func:`route` (a digest of the key's masks:
+stable across processes, since keys hold only ints and the cost model's
+messages, and the digest reads only the ints). A digest only routes a key;
+equality is decided by the shard's dict, exactly.
+
+A *trail* is ``(record id or None, join mask, ...)``: the branch's history since
+its last link record (``None``: since the root). ``histories[record]`` lists the
+``(trail, iteration)`` of every branch that reached the record at its best cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from .engine import within
+
+NEW, CHEAPER, TIE, WORSE = "new", "cheaper", "tie", "worse"
+History = tuple[tuple, int]  # (trail, iteration found)
+
+
+def route(key: tuple, shards: int) -> int:
+    """The shard that owns ``key``: a digest of its masks (never of its messages,
+    whose hashes may differ between processes). Deterministic across processes."""
+    if shards == 1:
+        return 0
+    layer, parts, blocked = key
+    if parts and isinstance(parts[0][0], tuple):  # lean: ((frontier, outside), ...)
+        skeleton = tuple((tuple(m for m, _ in frontier), outside) for frontier, outside in parts)
+    else:  # full: (layer, comps, cls)
+        skeleton = (parts, tuple(m for m, _ in blocked))
+        blocked = ()
+    return hash((layer, skeleton, blocked)) % shards
+
+
+def record_id(owner: int, serial: int) -> int:
+    """A record id unique across the whole search: the owner's number (unique per
+    shard and per start of a run) and its own counter."""
+    return (owner << 36) | serial
+
+
+@dataclass(slots=True)
+class Entry:
+    """One key of the link table."""
+
+    best: float
+    record: int
+    dominated: bool = False
+
+
+class LinkShard:
+    """The part of the link table owned by one actor (all of it when serial).
+
+    ``owner`` makes its record ids unique (see :func:`record_id`).
+    """
+
+    def __init__(self, owner: int) -> None:
+        self.owner = owner
+        self.entries: dict[tuple, Entry] = {}
+        self.histories: dict[int, list[History]] = {}
+        self._serial = 0
+
+    def settle(self, key: tuple, cost: float, trail: tuple, iteration: int) -> tuple[str, int, int | None]:
+        """Decide an arrival at ``key``: ``(outcome, record, dominated record)``. For
+        ``new`` and ``cheaper`` the record is the new one; for ``cheaper`` the third
+        item is the record it dominated; ties and worse arrivals return the existing one."""
+        entry = self.entries.get(key)
+        dominated = None
+        if entry is not None:
+            if within(entry.best, cost):  # not cheaper
+                if within(cost, entry.best):
+                    self.histories[entry.record].append((trail, iteration))
+                    entry.best = min(entry.best, cost)
+                    return TIE, entry.record, None
+                return WORSE, entry.record, None
+            entry.dominated = True
+            dominated = entry.record
+        self._serial += 1
+        record = record_id(self.owner, self._serial)
+        self.entries[key] = Entry(cost, record)
+        self.histories[record] = [(trail, iteration)]
+        return (NEW if dominated is None else CHEAPER), record, dominated
+
+    def lookup(self, records: Iterable[int]) -> dict[int, list[History]]:
+        """The histories of those of ``records`` this shard holds."""
+        return {r: self.histories[r] for r in records if r in self.histories}
+
+
+def gather_histories(trails: Iterable[tuple], fetch: Callable[[set[int]], dict[int, list[History]]]
+                     ) -> dict[int, list[History]]:
+    """Every history reachable from ``trails``, fetched layer by layer: ``fetch(records)``
+    returns the histories of the records (from one shard or from all of them)."""
+    found: dict[int, list[History]] = {}
+    wanted = {trail[0] for trail in trails if trail[0] is not None}
+    while wanted:
+        got = fetch(wanted)
+        missing = wanted - got.keys()
+        if missing:
+            raise RuntimeError(f"link records {sorted(missing)[:5]} are held by no shard")
+        found.update(got)
+        wanted = {t[0] for histories in got.values() for t, _ in histories if t[0] is not None} - found.keys()
+    return found
+
+
+def trail_joins(trail: tuple, histories: dict[int, list[History]]) -> Iterator[tuple[tuple[int, ...], int]]:
+    """Every mapping a trail stands for, as (join masks, iteration found)."""
+    stack: list[tuple[tuple, tuple[int, ...], int]] = [(trail, (), 0)]
+    while stack:
+        (record, *joins), later, found = stack.pop()
+        joins = tuple(joins) + later
+        if record is None:
+            yield joins, found
+        else:
+            for prefix, iteration in histories[record]:
+                stack.append((prefix, joins, max(found, iteration)))
+
+
+def trail_count(trail: tuple, histories: dict[int, list[History]], memo: dict[int, int] | None = None) -> int:
+    """How many mappings a trail stands for, without listing them."""
+    memo = {} if memo is None else memo
+    record = trail[0]
+    if record is None:
+        return 1
+    got = memo.get(record)
+    if got is None:
+        got = memo[record] = sum(trail_count(prefix, histories, memo) for prefix, _ in histories[record])
+    return got
+

@@ -116,10 +116,8 @@ def privilege_separation_dir() -> Iterator[None]:
 
 
 def write_cluster_config(work: Path, port: int) -> Path:
-    """``cluster_configs/workstation.yaml`` for this test's sshd: a fresh cluster name,
-    this user and key, the connection through ``nc``, and a setup that checks the copy
-    of the repository instead of installing it (this Python already has the package;
-    installing the copy would point it at a directory the test deletes)."""
+    """``cluster_configs/workstation.yaml`` for this test's sshd: a cluster name of its
+    own, this user and key, and the connection through ``nc`` to the sshd's port."""
     config = yaml.safe_load((ROOT / "cluster_configs" / "workstation.yaml").read_text())
     config["cluster_name"] = f"dcmap-test-{secrets.token_hex(4)}"
     config["provider"]["head_ip"] = "127.0.0.1"
@@ -128,7 +126,6 @@ def write_cluster_config(work: Path, port: int) -> Path:
         "ssh_private_key": str(work / "id_key"),
         "ssh_proxy_command": f"nc 127.0.0.1 {port}",
     }
-    config["setup_commands"] = ["test -f ~/dcmap_dist/pyproject.toml"]
     path = work / "cluster.yaml"
     path.write_text(yaml.safe_dump(config))
     return path

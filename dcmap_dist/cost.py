@@ -16,19 +16,25 @@ passes up. A model may also supply
   any node's bound);
 * ``estimate(graph, nodes) -> float``: the paper's heuristic ``h``, an estimate
   of the cost of the nodes still to place, used only to order the queue.
+
+:func:`load_cost` puts every model but the built-in one behind :class:`UserCost`,
+which turns a failure or a malformed answer of the user's code into a
+:class:`CostError` naming the model and the cluster-layer.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import numbers
-from collections.abc import Callable, Hashable, Iterable
+import sys
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from .network import Network
-from .structure import layers
+from .structure import layers, scientific
 
 
 class ChildClusterLayer(NamedTuple):
@@ -69,26 +75,33 @@ class CostModel(Protocol):
         """The model's parameters, for the result file."""
 
 
-def checked_cost(value: Any, ctx: CostContext) -> float:
-    """``value`` as a float if it is a finite positive number, else a CostError naming ``ctx``."""
+def checked_cost(value: Any, ctx: CostContext, model: str | None = None) -> float:
+    """``value`` as a float if it is a positive number, else a CostError naming ``ctx``.
+
+    ``inf`` passes, unless ``model`` (the name of a user's model) is given: it is how
+    the ``dcmap`` model counts a cluster-layer whose tables pass the float range, a
+    cluster-layer that no optimal mapping holds. A user's costs must be finite.
+    """
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    if not ok or not math.isfinite(value) or value <= 0:
+    if not ok or math.isnan(value) or value <= 0 or (model is not None and math.isinf(value)):
+        source = "" if model is None else f"cost model {model}: "
+        kind = "positive" if model is None else "finite positive"
         raise CostError(
-            f"cost of cluster-layer {sorted(ctx.nodes)} (layer {ctx.layer}) is {value!r}; "
-            "a cost must be a finite positive number"
+            f"{source}cost of cluster-layer {sorted(ctx.nodes)} (layer {ctx.layer}) is {value!r}; "
+            f"a cost must be a {kind} number"
         )
     return float(value)
 
 
-def child_order(ctx: CostContext) -> list[ChildClusterLayer]:
+def child_order(ctx: CostContext, by_name: bool = False) -> list[ChildClusterLayer]:
     """Child cluster-layers in order of first appearance: nodes of the cluster-layer in
-    input order, each node's children in input order."""
+    input order, each node's children in input order (both in name order if ``by_name``)."""
     holder = {x: c for c in ctx.children for x in c.nodes}
-    index = ctx.graph.index
+    graph = ctx.graph
     ordered: list[ChildClusterLayer] = []
     seen: set[int] = set()
-    for x in sorted(ctx.nodes, key=index.__getitem__):
-        for y in ctx.graph.children[x]:
+    for x in sorted(ctx.nodes) if by_name else sorted(ctx.nodes, key=graph.index.__getitem__):
+        for y in sorted(graph.children[x]) if by_name else graph.children[x]:
             c = holder[y]
             if id(c) not in seen:
                 seen.add(id(c))
@@ -96,7 +109,7 @@ def child_order(ctx: CostContext) -> list[ChildClusterLayer]:
     return ordered
 
 
-ELIMINATION_ORDERS = ("cpt", "paper")
+ELIMINATION_ORDERS = ("cpt", "paper", "canonical")
 
 
 @dataclass(frozen=True)
@@ -105,7 +118,13 @@ class DcmapCost:
 
     One unit per table entry produced by a multiplication, ``addition`` (0.6) per
     addition. ``order`` is the elimination order: ``cpt`` (ascending CPT size, ties
-    by input order) or ``paper`` (the published code's order).
+    by input order), ``paper`` (the published code's order) or ``canonical`` (``cpt`` with
+    node names in place of the input order, also when absorbing children, so that costs do
+    not depend on the order in which the network lists its nodes).
+
+    A table too large for a float counts ``inf``: such a cluster-layer is in no optimal
+    mapping. A network in which the all-singletons mapping could pass the float range is
+    a CostError.
     """
 
     order: str = "cpt"
@@ -114,7 +133,9 @@ class DcmapCost:
 
     def __post_init__(self) -> None:
         if self.order not in ELIMINATION_ORDERS:
-            raise ValueError(f"unknown elimination order {self.order!r}: choose cpt or paper")
+            raise ValueError(
+                f"unknown elimination order {self.order!r}: choose one of {', '.join(ELIMINATION_ORDERS)}"
+            )
         ok = isinstance(self.addition, numbers.Real) and not isinstance(self.addition, bool)
         if not (ok and math.isfinite(self.addition) and self.addition >= 0):
             raise ValueError(f"addition weight must be a finite number >= 0, got {self.addition}")
@@ -124,6 +145,7 @@ class DcmapCost:
 
     def evaluate(self, ctx: CostContext) -> tuple[float, frozenset[str]]:
         graph = ctx.graph
+        _check_range(graph, self.addition)
         card = graph.card
         add = self.addition
         jcpt = set(ctx.nodes)
@@ -132,20 +154,20 @@ class DcmapCost:
         link = {x for c in ctx.children if not c.same_cluster for x in _parents_in(graph, c, ctx.nodes)}
         scope: set[str] = set()
         cost = 0.0
-        for child in child_order(ctx):
+        for child in child_order(ctx, by_name=self.order == "canonical"):
             message = child.message
             kept = message & jcpt
-            cost += add * (_size(graph, message) - _size(graph, kept))
+            cost += _weighted(add, _size(graph, message) - _size(graph, kept))
             scope |= kept
-            cost += _size(graph, scope)
+            cost += _as_float(_size(graph, scope))
         position = elimination_positions(graph, self.order)
         for x in sorted(ctx.nodes, key=position.__getitem__):
             scope.add(x)
             scope.update(graph.parents[x])
             size = _size(graph, scope)
-            cost += size
+            cost += _as_float(size)
             if x not in link:
-                cost += add * size * (card(x) - 1) / card(x)
+                cost += _weighted(add * (card(x) - 1) / card(x), size)
                 scope.discard(x)
         return cost, frozenset(scope)
 
@@ -162,7 +184,7 @@ class DcmapCost:
             scope.update(graph.parents[x])
             size = _size(graph, scope)
             card = graph.card(x)
-            cost += size + self.addition * size * (card - 1) / card
+            cost += _as_float(size) + _weighted(self.addition * (card - 1) / card, size)
             scope.discard(x)
         return cost
 
@@ -178,12 +200,13 @@ class DcmapCost:
         when it is a link node, when a parent cluster-layer absorbs its message. Either
         costs at least ``addition * |x + Par(x)| * (card - 1) / card``.
         """
+        _check_range(graph, self.addition)
         bounds = {}
         for x in graph.nodes:
             cpt = _size(graph, {x, *graph.parents[x]})
             card = graph.card(x)
-            summed = self.addition * cpt * (card - 1) / card if graph.parents[x] else 0.0
-            bounds[x] = cpt + summed
+            summed = _weighted(self.addition * (card - 1) / card, cpt) if graph.parents[x] else 0.0
+            bounds[x] = _as_float(cpt) + summed
         return bounds
 
     def message_lower_bound(self, graph: Network, nodes: frozenset[str], message: frozenset[str]) -> float:
@@ -193,13 +216,12 @@ class DcmapCost:
 
 def _message_bound(model: DcmapCost, graph: Network, nodes: frozenset[str], message: frozenset[str]) -> float:
     """Absorbing message ``J`` costs ``a(|J| - |m|)`` to marginalise plus ``|R| >= |m|``
-    to multiply in, where ``1 <= |m| <= |J| / |L|`` (no node of the child cluster-layer,
-    ``L`` its link nodes, is in the absorber's ``Jcpt``). The least of
-    ``a|J| + (1 - a)|m|`` over that range."""
-    a = model.addition
+    to multiply in, where ``1 <= |m| <= |J| / |L| = |J - L|`` (no node of the child
+    cluster-layer, ``L`` its link nodes, is in the absorber's ``Jcpt``). The least of
+    ``a(|J| - |m|) + |m|`` over that range (it is linear in ``|m|``)."""
     size = _size(graph, message)
-    most = size / _size(graph, message & nodes)
-    return min(a * size + (1 - a), a * size + (1 - a) * most)
+    most = _size(graph, message - nodes)
+    return min(_weighted(model.addition, size - m) + _as_float(m) for m in (1, most))
 
 
 def _parents_in(graph: Network, child: ChildClusterLayer, nodes: frozenset[str]) -> set[str]:
@@ -208,11 +230,47 @@ def _parents_in(graph: Network, child: ChildClusterLayer, nodes: frozenset[str])
 
 
 def _size(graph: Network, nodes: Iterable[str]) -> int:
-    """``|S|``: the product of the nodes' cards (1 for the empty set)."""
+    """``|S|``: the product of the nodes' cards (1 for the empty set), exact."""
     return math.prod(graph.card(x) for x in nodes)
 
 
-def elimination_positions(graph: Network, order: str) -> dict[str, tuple[int, int]]:
+def _as_float(count: int) -> float:
+    """A table size as a float: ``inf`` past the float range."""
+    try:
+        return float(count)
+    except OverflowError:
+        return math.inf
+
+
+def _weighted(weight: float, count: int) -> float:
+    """``weight * count`` for ``weight >= 0`` and ``count >= 0``; 0 when the weight is 0,
+    also for a count past the float range."""
+    return weight * _as_float(count) if weight else 0.0
+
+
+def _check_range(graph: Network, addition: float) -> None:
+    """Raise a CostError when the all-singletons mapping of ``graph`` could cost more
+    than a float holds (then every mapping might count ``inf``); checked once per graph.
+
+    A singleton cluster-layer ``{x}`` costs at most ``(1 + a) cpt(x)`` for itself plus
+    ``a cpt(y) + cpt(x)`` per child ``y`` (its message lies in ``y``'s CPT scope).
+    """
+    key = ("dcmap-range", addition)
+    if key in graph.derived:
+        return
+    a = math.ceil(addition)
+    cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in graph.nodes}
+    total = sum((1 + a) * cpt[x] + sum(a * cpt[y] + cpt[x] for y in graph.children[x]) for x in graph.nodes)
+    if total > sys.float_info.max:
+        worst = max(graph.nodes, key=cpt.__getitem__)
+        raise CostError(
+            f"the dcmap cost of {graph.name!r} passes the floating-point range (about 1.8e308): "
+            f"node {worst!r} alone has a table of {scientific(cpt[worst])} entries"
+        )
+    graph.derived[key] = True
+
+
+def elimination_positions(graph: Network, order: str) -> dict[str, tuple[int, int | str]]:
     """Sort keys giving the elimination order of SPEC 4.2 within a cluster-layer."""
     key = f"elimination-{order}"
     cached = graph.derived.get(key)
@@ -220,8 +278,11 @@ def elimination_positions(graph: Network, order: str) -> dict[str, tuple[int, in
         return cached
     cpt = {x: graph.card(x) * _size(graph, graph.parents[x]) for x in graph.nodes}
     index = graph.index
+    positions: dict[str, tuple[int, int | str]]
     if order == "cpt":
         positions = {x: (cpt[x], index[x]) for x in graph.nodes}
+    elif order == "canonical":
+        positions = {x: (cpt[x], x) for x in graph.nodes}
     else:
         positions = {}
         layer = layers(graph)
@@ -237,8 +298,8 @@ def elimination_positions(graph: Network, order: str) -> dict[str, tuple[int, in
 
 
 class FunctionCost:
-    """A user cost: a callable taking a :class:`CostContext` and returning a cost or
-    a pair (cost, message). Without a message, the cluster-layer passes its node set."""
+    """A user cost function as a model: ``function(ctx)`` returns a cost or a pair
+    (cost, message). Without a message, the cluster-layer passes its node set."""
 
     def __init__(self, function: Callable[[CostContext], Any], name: str | None = None) -> None:
         self.function = function
@@ -249,14 +310,102 @@ class FunctionCost:
 
     def evaluate(self, ctx: CostContext) -> tuple[float, Hashable]:
         value = self.function(ctx)
-        if isinstance(value, tuple):
-            if len(value) != 2:
-                raise CostError(
-                    f"cost function {self.name} returned a tuple of {len(value)} items for "
-                    f"cluster-layer {sorted(ctx.nodes)}; expected (cost, message)"
-                )
-            return value
-        return value, ctx.nodes
+        return value if isinstance(value, tuple) else (value, ctx.nodes)
+
+
+HOOKS = ("node_lower_bounds", "message_lower_bound", "estimate")
+
+
+class UserCost:
+    """A user's cost model behind the checks the search relies on.
+
+    Whatever the user's code raises, and any answer that is not what the interface asks
+    for (a pair of a finite positive cost and a hashable message; finite numbers from
+    the hooks; a dict of JSON values from ``params``), becomes a :class:`CostError` that
+    names the model and the cluster-layer, with the original exception as its cause.
+    The model's optional hooks (:data:`HOOKS`) are offered, checked, exactly when the
+    model has them, because the search looks them up with ``getattr``.
+    """
+
+    def __init__(self, model: Any, name: str) -> None:
+        self.model = model
+        self.name = name
+        self._params = self._checked_params()
+
+    def params(self) -> dict[str, Any]:
+        return dict(self._params)
+
+    def evaluate(self, ctx: CostContext) -> tuple[float, Hashable]:
+        where = f" on cluster-layer {sorted(ctx.nodes)} (layer {ctx.layer})"
+        value = self._call("evaluate", where, ctx)
+        if not (isinstance(value, tuple) and len(value) == 2):
+            raise CostError(
+                f"cost model {self.name}: evaluate returned {_short(value)}{where}; expected (cost, message)"
+            )
+        cost, message = value
+        try:
+            hash(message)
+        except TypeError:
+            raise CostError(
+                f"cost model {self.name}: the message{where} is a {type(message).__name__}, "
+                "which is not hashable (use a frozenset or a tuple)"
+            ) from None
+        return checked_cost(cost, ctx, self.name), message
+
+    def __getattr__(self, attr: str) -> Any:
+        model = self.__dict__.get("model")
+        if attr in HOOKS and callable(getattr(model, attr, None)):
+            return getattr(self, f"_checked_{attr}")
+        raise AttributeError(attr)
+
+    def _checked_node_lower_bounds(self, graph: Network) -> dict[str, float]:
+        bounds = self._call("node_lower_bounds", "", graph)
+        if not isinstance(bounds, Mapping):
+            raise CostError(f"cost model {self.name}: node_lower_bounds returned {_short(bounds)}; expected a dict")
+        for x, bound in bounds.items():
+            if not isinstance(x, str) or x not in graph.index:
+                raise CostError(f"cost model {self.name}: node_lower_bounds names {x!r}, which is not a node")
+            self._number("node_lower_bounds", f" for node {x!r}", bound)
+        return dict(bounds)
+
+    def _checked_message_lower_bound(self, graph: Network, nodes: frozenset[str], message: Hashable) -> float:
+        where = f" for cluster-layer {sorted(nodes)}"
+        return self._number("message_lower_bound", where, self._call("message_lower_bound", where, graph, nodes, message))
+
+    def _checked_estimate(self, graph: Network, nodes: frozenset[str]) -> float:
+        return self._number("estimate", "", self._call("estimate", "", graph, nodes))
+
+    def _call(self, method: str, where: str, *args: Any) -> Any:
+        try:
+            return getattr(self.model, method)(*args)
+        except Exception as exc:  # the user's code may fail in any way
+            raise CostError(f"cost model {self.name}: {method} failed{where}: {type(exc).__name__}: {exc}") from exc
+
+    def _number(self, method: str, where: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise CostError(f"cost model {self.name}: {method} returned {_short(value)}{where}; expected a finite number")
+        return float(value)
+
+    def _checked_params(self) -> dict[str, Any]:
+        if not hasattr(self.model, "params"):
+            return {}
+        params = self._call("params", "")
+        try:
+            if not isinstance(params, Mapping):
+                raise TypeError(f"it returned {_short(params)}")
+            json.dumps(dict(params), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise CostError(
+                f"cost model {self.name}: params() must return a dict of JSON values "
+                f"(they go into the result file): {exc}"
+            ) from None
+        return dict(params)
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def model_params(model: CostModel) -> dict[str, Any]:
@@ -269,10 +418,13 @@ def load_cost(spec: str | CostModel | Callable, order: str = "cpt", addition: fl
     """A cost model from ``dcmap``, ``package.module:name``, a model or a callable.
 
     ``name`` may be a function (see :class:`FunctionCost`), a model object with an
-    ``evaluate`` method, or a class whose no-argument instance is such a model.
+    ``evaluate`` method, or a class whose no-argument instance is such a model. Every
+    model but :class:`DcmapCost` comes back behind :class:`UserCost`.
     """
+    if isinstance(spec, (DcmapCost, UserCost)):
+        return spec
     if not isinstance(spec, str):
-        return spec if hasattr(spec, "evaluate") else FunctionCost(spec)
+        return _user_model(spec, None)
     if spec == "dcmap":
         return DcmapCost(order=order, addition=addition)
     module_name, sep, attr = spec.partition(":")
@@ -281,20 +433,28 @@ def load_cost(spec: str | CostModel | Callable, order: str = "cpt", addition: fl
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # a user module may fail in any way while importing
-        raise ValueError(f"cannot import cost module {module_name!r}: {exc}") from None
+        raise CostError(f"cannot import cost module {module_name!r}: {type(exc).__name__}: {exc}") from exc
     try:
         target = getattr(module, attr)
     except AttributeError:
         raise ValueError(f"module {module_name!r} has no cost {attr!r}") from None
     if isinstance(target, type):
-        target = target()
-    if hasattr(target, "evaluate"):
-        if not hasattr(target, "name"):
-            target.name = spec
-        return target
-    if callable(target):
-        return FunctionCost(target, spec)
-    raise ValueError(f"{spec!r} is neither a cost function nor a cost model")
+        try:
+            target = target()
+        except Exception as exc:  # the user's constructor
+            raise CostError(f"cannot create cost model {spec}: {type(exc).__name__}: {exc}") from exc
+    return _user_model(target, spec)
+
+
+def _user_model(target: Any, spec: str | None) -> UserCost:
+    """``target`` (a model object or a cost function) behind :class:`UserCost`, named by its
+    own ``name``, else by ``spec``, else by its type."""
+    if not hasattr(target, "evaluate"):
+        if not callable(target):
+            raise ValueError(f"{spec or _short(target)} is neither a cost function nor a cost model")
+        target = FunctionCost(target, spec)
+    name = getattr(target, "name", None) or spec or type(target).__name__
+    return UserCost(target, str(name))
 
 
 class ClusterLayerCost(NamedTuple):

@@ -19,6 +19,7 @@ from dcmap_dist.cost import (
     CostError,
     DcmapCost,
     FunctionCost,
+    UserCost,
     evaluate_mapping,
     load_cost,
 )
@@ -351,7 +352,7 @@ def user_costs(monkeypatch):
 
 def test_user_function_cost(paper, user_costs):
     model = load_cost("user_costs:count_nodes")
-    assert isinstance(model, FunctionCost)
+    assert isinstance(model, UserCost) and isinstance(model.model, FunctionCost)
     assert model.name == "user_costs:count_nodes"
     # 7 cluster-layers of one node
     got = evaluate_mapping(paper, OPTIMAL[0], model)
@@ -386,11 +387,11 @@ def test_user_function_with_message(paper, user_costs):
 
 def test_user_class_model(paper, user_costs):
     model = load_cost("user_costs:ChildCounter")
-    assert isinstance(model, user_costs.ChildCounter)
-    assert model is not user_costs.ChildCounter
+    assert isinstance(model.model, user_costs.ChildCounter)
+    assert model.name == "child_counter"
     # F 1, G 1, D 1 + 1 + 0.25 (G same cluster), E 2, A 1 + 2, B 2, C 2 = 13.25
     assert total(paper, OPTIMAL[0], model) == pytest.approx(13.25)
-    contexts = {ctx.nodes: ctx for ctx in model.contexts}
+    contexts = {ctx.nodes: ctx for ctx in model.model.contexts}
     d = contexts[frozenset("D")]
     assert d.layer == 1 and d.graph is paper
     assert d.children == (ChildClusterLayer(frozenset("G"), 0, True, frozenset("G")),)
@@ -401,7 +402,7 @@ def test_user_class_model(paper, user_costs):
         ChildClusterLayer(frozenset("D"), 1, False, frozenset("D")),
     )
     # a model object and a nameless class
-    assert load_cost("user_costs:MODEL") is user_costs.MODEL
+    assert load_cost("user_costs:MODEL").model is user_costs.MODEL
     nameless = load_cost("user_costs:Nameless")
     assert nameless.name == "user_costs:Nameless"
     assert total(paper, OPTIMAL[0], nameless) == pytest.approx(7.0)
@@ -421,8 +422,8 @@ def test_bad_user_costs(paper, bad):
 
 
 def test_user_cost_tuple_of_wrong_length(paper):
-    model = FunctionCost(lambda ctx: (1.0, ctx.nodes, "extra"), name="three")
-    with pytest.raises(CostError, match=r"three.*3 items.*\['F'\]"):
+    model = load_cost(FunctionCost(lambda ctx: (1.0, ctx.nodes, "extra"), name="three"))
+    with pytest.raises(CostError, match=r"three: evaluate returned \(1\.0, .*'extra'\) on cluster-layer \['F'\].*\(cost, message\)"):
         evaluate_mapping(paper, OPTIMAL[0], model)
 
 
@@ -439,11 +440,14 @@ def test_bad_cost_specs(user_costs):
         load_cost("user_costs:NOT_A_COST")
 
 
-def test_load_cost_passes_models_and_callables_through():
+def test_load_cost_passes_the_built_in_model_through_and_guards_the_rest():
     model = DcmapCost(order="paper")
     assert load_cost(model) is model
     wrapped = load_cost(len)
-    assert isinstance(wrapped, FunctionCost) and wrapped.function is len
+    assert isinstance(wrapped, UserCost) and wrapped.model.function is len and wrapped.name == "len"
+    assert load_cost(wrapped) is wrapped
+    counter = load_cost(FunctionCost(len, "counted"))
+    assert counter.name == "counted" and counter.model.function is len
 
 
 # --------------------------------------------------------------------------- regression
@@ -465,3 +469,199 @@ def test_elimination_order_is_not_stale_after_id_reuse():
         assert model.naive(network) == pytest.approx(15.6 + 12.0)  # z: 12 * 1.3
         del network, unique
         gc.collect()
+
+
+# --------------------------------------------------------------------------- user-code failures
+
+
+def test_user_cost_exceptions_name_the_model_and_the_cluster_layer(paper):
+    def fragile(ctx):
+        return 1.0 / (len(ctx.nodes) != 2)  # divides by zero on the only two-node cluster-layer
+
+    model = load_cost(FunctionCost(fragile, "mine:fragile"))
+    with pytest.raises(CostError, match=r"cost model mine:fragile: evaluate failed on cluster-layer "
+                                        r"\['A', 'B'\] \(layer 2\): ZeroDivisionError") as caught:
+        evaluate_mapping(paper, [list("ABDF"), list("CEG")], model)
+    assert isinstance(caught.value.__cause__, ZeroDivisionError)
+
+
+class _Model:
+    """A model object with every hook; each test spoils one thing."""
+
+    name = "spoilt"
+
+    def __init__(self, **spoil):
+        self.spoil = spoil
+
+    def params(self):
+        return self.spoil.get("params", {"k": 1})
+
+    def evaluate(self, ctx):
+        return self.spoil.get("evaluate", (1.0, ctx.nodes))
+
+    def node_lower_bounds(self, graph):
+        return self.spoil.get("bounds", {x: 0.5 for x in graph.nodes})
+
+    def message_lower_bound(self, graph, nodes, message):
+        return self.spoil.get("message_bound", 0.0)
+
+    def estimate(self, graph, nodes):
+        if "estimate" in self.spoil:
+            raise RuntimeError(self.spoil["estimate"])
+        return float(len(nodes))
+
+
+def test_a_sound_user_model_passes_its_hooks_through(paper):
+    model = load_cost(_Model())
+    assert model.name == "spoilt" and model.params() == {"k": 1}
+    assert model.node_lower_bounds(paper) == {x: 0.5 for x in paper.nodes}
+    assert model.message_lower_bound(paper, frozenset("A"), frozenset("A")) == 0.0
+    assert model.estimate(paper, frozenset("AB")) == 2.0
+    assert total(paper, OPTIMAL[0], model) == 7.0
+    # a hook the model lacks is absent, as the search expects
+    plain = load_cost(lambda ctx: 1.0)
+    for hook in ("node_lower_bounds", "message_lower_bound", "estimate"):
+        assert getattr(plain, hook, None) is None
+
+
+@pytest.mark.parametrize("spoil, call, message", [
+    ({"evaluate": 1.0}, "evaluate", r"returned 1\.0 on cluster-layer \['F'\] \(layer 0\); expected \(cost, message\)"),
+    ({"evaluate": (1.0, ["F"])}, "evaluate", r"the message on cluster-layer \['F'\] \(layer 0\) is a list, which is not hashable"),
+    ({"evaluate": (float("inf"), "m")}, "evaluate", r"\['F'\] \(layer 0\) is inf; a cost must be a finite positive number"),
+    ({"bounds": [1.0]}, "bounds", r"node_lower_bounds returned \[1\.0\]; expected a dict"),
+    ({"bounds": {"Z": 1.0}}, "bounds", r"node_lower_bounds names 'Z', which is not a node"),
+    ({"bounds": {"A": float("nan")}}, "bounds", r"node_lower_bounds returned nan for node 'A'; expected a finite number"),
+    ({"message_bound": None}, "message", r"message_lower_bound returned None for cluster-layer \['A'\]"),
+    ({"estimate": "boom"}, "estimate", r"estimate failed: RuntimeError: boom"),
+], ids=["bare-cost", "unhashable-message", "infinite-cost", "bounds-not-a-dict", "bounds-unknown-node",
+        "bounds-nan", "message-bound-none", "estimate-raises"])
+def test_malformed_user_model_answers(paper, spoil, call, message):
+    model = load_cost(_Model(**spoil))
+    calls = {
+        "evaluate": lambda: evaluate_mapping(paper, OPTIMAL[0], model),
+        "bounds": lambda: model.node_lower_bounds(paper),
+        "message": lambda: model.message_lower_bound(paper, frozenset("A"), frozenset("A")),
+        "estimate": lambda: model.estimate(paper, frozenset("AB")),
+    }
+    with pytest.raises(CostError, match=r"cost model spoilt: .*" + message):
+        calls[call]()
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"when": object()}, "not JSON serializable"),
+    ({"x": float("nan")}, "Out of range float"),
+    (["order"], r"it returned \['order'\]"),
+])
+def test_user_params_must_be_json_and_are_checked_when_loaded(params, message):
+    with pytest.raises(CostError, match=r"cost model spoilt: params\(\) must return a dict of JSON values.*" + message):
+        load_cost(_Model(params=params))
+
+
+def test_a_failing_user_class_or_module(tmp_path, monkeypatch):
+    (tmp_path / "broken_costs.py").write_text(
+        "class Picky:\n"
+        "    def __init__(self):\n"
+        "        raise KeyError('config')\n"
+        "    def evaluate(self, ctx):\n"
+        "        return 1.0, ctx.nodes\n"
+    )
+    (tmp_path / "syntax_costs.py").write_text("def f(ctx:\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(CostError, match=r"cannot create cost model broken_costs:Picky: KeyError: 'config'"):
+        load_cost("broken_costs:Picky")
+    with pytest.raises(CostError, match=r"cannot import cost module 'syntax_costs': SyntaxError"):
+        load_cost("syntax_costs:f")
+
+
+# --------------------------------------------------------------------------- tables past the float range
+
+
+def huge_network(states: int) -> Network:
+    """Y below X1 (parents P1, P2) and X2 (parents P3, P4); the roots have ``states`` states."""
+    states_of = {p: states for p in ("P1", "P2", "P3", "P4")} | {"X1": 2, "X2": 2, "Y": 2}
+    edges = [("P1", "X1"), ("P2", "X1"), ("P3", "X2"), ("P4", "X2"), ("X1", "Y"), ("X2", "Y")]
+    return Network("huge", list(states_of), states_of, edges)
+
+
+def test_a_table_past_the_float_range_costs_inf_and_is_never_optimal():
+    # X1's and X2's CPTs have 2e220 entries each, but a cluster-layer {X1, X2} holds
+    # all four roots: 1e440 entries. Before, this raised OverflowError.
+    from dcmap_dist.solve import solve
+
+    network = huge_network(10**110)
+    model = DcmapCost()
+    assert model.naive(network) == math.inf
+    merged = evaluate_mapping(network, [["X1", "X2", "Y"], ["P1"], ["P2"], ["P3"], ["P4"]], model)
+    assert {c.nodes: c.cost for c in merged}[frozenset({"X1", "X2"})] == math.inf
+    assert all(math.isfinite(b) for b in model.node_lower_bounds(network).values())
+    assert model.message_lower_bound(network, frozenset({"X1", "X2"}), frozenset({"P1", "P2", "P3", "P4"})) == math.inf
+    brute = solve(network, method="brute")
+    assert math.isfinite(brute.optimal_cost) and brute.proven_optimal
+    for method in ("dcmap", "bfs"):
+        result = solve(network, method=method)
+        assert result.proven_optimal
+        assert result.optimal_cost == pytest.approx(brute.optimal_cost, rel=1e-9)
+        assert ({partition(s.clusters) for s in result.solutions}
+                == {partition(s.clusters) for s in brute.solutions})
+
+
+def test_message_bound_with_a_zero_addition_weight_is_not_nan():
+    network = huge_network(10**200)
+    bound = DcmapCost(addition=0.0).message_lower_bound(network, frozenset({"X1"}), frozenset({"P1", "P2", "X1"}))
+    assert bound == 1.0
+
+
+def test_a_network_whose_single_nodes_pass_the_float_range_is_an_error():
+    network = huge_network(10**200)  # X1's CPT alone: 2e400 entries
+    with pytest.raises(CostError, match=r"dcmap cost of 'huge' passes the floating-point range.*"
+                                        r"node 'X1' alone has a table of 2\.000e\+400 entries"):
+        DcmapCost().evaluate(CostContext(frozenset({"Y"}), 0, network, ()))
+    with pytest.raises(CostError, match="floating-point range"):
+        DcmapCost().node_lower_bounds(network)
+    assert DcmapCost().naive(network) == math.inf  # `dcmap info` still works
+
+
+# --------------------------------------------------------------------------- the canonical order
+
+
+def relisted(network: Network, seed: int) -> Network:
+    """The same network with its nodes and arcs listed in another order."""
+    rng = random.Random(seed)
+    nodes = list(network.nodes)
+    edges = list(network.edges)
+    rng.shuffle(nodes)
+    rng.shuffle(edges)
+    return Network(network.name, nodes, network.states, edges, network.observed)
+
+
+def test_canonical_costs_do_not_depend_on_the_listing_order():
+    differs = 0
+    for seed in range(30):
+        network = random_network(seed)
+        other = relisted(network, seed + 1000)
+        mappings = list(itertools.islice(enumerate_mappings(network), 200))
+        topo = Topology(network)
+        for clusters in mappings:
+            names = [topo.names(c) for c in clusters]
+            assert (total(network, names, DcmapCost(order="canonical"))
+                    == total(other, names, DcmapCost(order="canonical")))
+            differs += total(network, names, DcmapCost()) != total(other, names, DcmapCost())
+    assert differs  # the cpt order does depend on it
+
+
+def test_canonical_order_keeps_the_paper_figures(paper):
+    model = DcmapCost(order="canonical")
+    assert model.naive(paper) == pytest.approx(85.8)
+    for clusters in OPTIMAL:
+        assert total(paper, clusters, model) == pytest.approx(54.0)
+
+
+def test_canonical_solutions_do_not_depend_on_the_listing_order():
+    from dcmap_dist.solve import solve
+
+    for seed in range(8):
+        network = random_network(seed)
+        results = [solve(n, order="canonical") for n in (network, relisted(network, seed))]
+        assert results[0].optimal_cost == results[1].optimal_cost
+        assert ({partition(s.clusters) for s in results[0].solutions}
+                == {partition(s.clusters) for s in results[1].solutions})

@@ -160,10 +160,12 @@ def parse_bif(text: str, name: str = "network") -> Network:
 
 
 def read_bif(path: str | Path) -> Network:
-    """Read the structure of a ``.bif`` or ``.bif.gz`` file, named by the file name by default."""
+    """Read the structure of a ``.bif`` or ``.bif.gz`` file, named by the file name by default.
+
+    The text is UTF-8, or else read as Latin-1."""
     path = Path(path)
     name = path.name.removesuffix(".gz").removesuffix(".bif")
-    text = read_text(path)
+    text = read_text(path, ("utf-8", "latin-1"))  # some tools write Latin-1
     try:
         return parse_bif(text, name)
     except NetworkError as exc:

@@ -37,14 +37,29 @@ def _temporal_edges(template: Mapping[str, Any], base: Network) -> list[tuple[st
             raise NetworkError(f"a temporal edge must be a [parent, child] pair, got {edge!r}")
         u, v = edge
         for end in (u, v):
-            if end not in base.index:
+            if not isinstance(end, str) or end not in base.index:
                 raise NetworkError(f"temporal edge {u!r} -> {v!r} refers to unknown node {end!r}")
         edges.append((u, v))
     return edges
 
 
+def check_unrollable(template: Mapping[str, Any]) -> None:
+    """Raise a NetworkError when a template holds what unrolling would drop silently:
+    the static nodes or the partial slice of a recovered template."""
+    for key, what in (("static_nodes", "static nodes"), ("partial_slice", "a partial slice")):
+        if template.get(key):
+            raise NetworkError(
+                f"the template has {what} ({key!r}), which unrolling a 2-slice template would drop: "
+                f"load the original network, or delete {key!r} to unroll the template without them"
+            )
+
+
 def unroll(template: Mapping[str, Any], slices: int) -> Network:
-    """Unroll a 2-slice template to ``slices`` slices, named ``<template name>x<slices>``."""
+    """Unroll a 2-slice template to ``slices`` slices, named ``<template name>x<slices>``.
+
+    A template recovered with static nodes or a partial slice (see
+    :func:`recover_template`) unrolls without them; :func:`check_unrollable` refuses it.
+    """
     if isinstance(slices, bool) or not isinstance(slices, int) or slices < 1:
         raise NetworkError(f"the number of slices must be an integer >= 1, got {slices!r}")
     base = network_from_dict(template, "template")

@@ -1,7 +1,9 @@
-"""One entry point for every input form: JSON, 2-slice template JSON, BIF, networkx."""
+"""One entry point for every input form: JSON, 2-slice template JSON, BIF, networkx,
+pgmpy and pyAgrum objects, and the files pyAgrum reads."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -9,52 +11,85 @@ from typing import Any
 import networkx as nx
 
 from .bif import read_bif
-from .dynamic import is_template, unroll
+from .dynamic import check_unrollable, is_template, unroll
+from .interop import PYAGRUM_SUFFIXES, from_library, library_of, read_with_pyagrum
 from .network import Network, NetworkError, network_from_dict, network_from_digraph, read_json
 
 EXAMPLES = Path(__file__).parent / "examples"
 
 
-def load_network(
-    source: str | Path | Network | nx.DiGraph | Mapping[str, Any],
-    slices: int | None = None,
-    observe: Iterable[str] = (),
-) -> Network:
-    """Load a network from a file path (``.json``, ``.json.gz``, ``.bif``, ``.bif.gz``),
-    a JSON object, a networkx DiGraph or a Network.
+def bundled_examples() -> list[str]:
+    """The names of the bundled example networks (``asia``, ``paper-example``, ...)."""
+    return sorted(p.name.split(".")[0] for p in EXAMPLES.iterdir() if p.suffix in (".json", ".bif"))
+
+
+def load_network(source: Any, slices: int | None = None, observe: str | Iterable[str] = ()) -> Network:
+    """Load a network from a file path (``.json``, ``.json.gz``, ``.bif``, ``.bif.gz``, or
+    through pyAgrum ``.net``, ``.xdsl``, ...), a JSON object, a networkx DiGraph, a pgmpy
+    model, a pyAgrum BayesNet or a Network.
 
     ``slices`` unrolls a 2-slice template (a template given without it is unrolled
-    to one slice). ``observe`` adds observed nodes; on an unrolled template a
-    template node name observes that node in every slice. A bundled example can be
-    named without its path (``paper-example``, ``asia``, ...).
+    to one slice). ``observe`` adds observed nodes (a string is one name); on an
+    unrolled template a template node name observes that node in every slice. A
+    bundled example can be named without its path (``paper-example``, ``asia``, ...).
+    Raises :class:`NetworkError` naming the problem, and the file it is in.
     """
-    data: Any = source
-    if isinstance(source, (str, Path)):
-        path = _resolve(Path(source))
-        if path.name.endswith((".bif", ".bif.gz")):
-            data = read_bif(path)
-        else:
-            data = read_json(path)
-            if isinstance(data, dict):
-                data.setdefault("name", path.name.split(".")[0])
+    path = _resolve(Path(source)) if isinstance(source, (str, os.PathLike)) else None
+    data = source if path is None else _read(path)  # reading errors name the file
+    if library_of(data):
+        data = from_library(data)
+    try:
+        network = _build(data, slices)
+    except NetworkError as exc:
+        if path is None:
+            raise
+        raise NetworkError(f"{path}: {exc}") from None
+    names = [observe] if isinstance(observe, str) else list(observe)
+    if isinstance(data, Mapping) and is_template(data):
+        count = 1 if slices is None else slices
+        names = [y for x in names for y in _slice_names(network, x, count)]
+    return network.with_observed(names) if names else network
+
+
+def _build(data: Any, slices: int | None) -> Network:
+    """The network of a JSON object, a template (unrolled), a networkx DiGraph or a Network."""
     if isinstance(data, nx.DiGraph):
         data = network_from_digraph(data)
+    elif isinstance(data, nx.Graph):
+        raise NetworkError("a networkx graph must be directed: give a DiGraph")
     template = isinstance(data, Mapping) and is_template(data)
     if slices is not None and not template:
         raise NetworkError("--slices needs a 2-slice template (a JSON network with 'temporal_edges')")
     if template:
-        network = unroll(data, 1 if slices is None else slices)
-    elif isinstance(data, Mapping):
-        network = network_from_dict(data)
-    elif isinstance(data, Network):
-        network = data
-    else:
-        raise NetworkError(f"cannot load a network from {type(source).__name__}")
-    names = list(observe)
-    if template:
-        count = 1 if slices is None else slices
-        names = [y for x in names for y in _slice_names(network, x, count)]
-    return network.with_observed(names) if names else network
+        check_unrollable(data)
+        return unroll(data, 1 if slices is None else slices)
+    if isinstance(data, Mapping):
+        return network_from_dict(data)
+    if isinstance(data, Network):
+        return data
+    raise NetworkError(f"cannot load a network from a {type(data).__name__}")
+
+
+def _read(path: Path) -> Any:
+    """The contents of a network file: a Network (BIF, pyAgrum formats) or a JSON
+    object, named after the file when it has no name."""
+    name = path.name.removesuffix(".gz")
+    if name.endswith(".bif"):
+        return read_bif(path)
+    if path.suffix in PYAGRUM_SUFFIXES:
+        return read_with_pyagrum(path)
+    try:
+        data = read_json(path)
+    except NetworkError as exc:
+        if name.endswith(".json") or not path.is_file():
+            raise
+        raise NetworkError(f"{exc} (network files are .json, .bif, either gzipped, "
+                           f"or through pyAgrum {', '.join(PYAGRUM_SUFFIXES)})") from None
+    if not isinstance(data, dict):
+        raise NetworkError(f"{path}: a network must be a JSON object with 'nodes' and 'edges', "
+                           f"not a {type(data).__name__}")
+    data.setdefault("name", name.split(".")[0])
+    return data
 
 
 def _slice_names(network: Network, name: str, slices: int) -> list[str]:
@@ -68,9 +103,13 @@ def _slice_names(network: Network, name: str, slices: int) -> list[str]:
 
 
 def _resolve(path: Path) -> Path:
-    """``path`` itself, or the bundled example of that name."""
+    """``path`` itself, or the bundled example of that name; an error naming the bundled
+    examples when neither exists."""
     if path.exists() or path.parent != Path("."):
         return path
     for candidate in sorted(EXAMPLES.glob(f"{path.name}.*")):
-        return candidate
-    return path
+        if candidate.suffix in (".json", ".bif"):
+            return candidate
+    raise NetworkError(
+        f"no such file or bundled example: {str(path)!r} (bundled: {', '.join(bundled_examples())})"
+    )

@@ -77,7 +77,8 @@ def check_mapping(
             if x not in network.index:
                 raise MappingError(f"cluster {k} names unknown node {x!r}")
             if x in seen:
-                raise MappingError(f"node {x!r} is in two clusters ({seen[x]} and {k})")
+                where = f"twice in cluster {k}" if seen[x] == k else f"in two clusters ({seen[x]} and {k})"
+                raise MappingError(f"node {x!r} is {where}")
             seen[x] = k
         result.append(frozenset(members))
     missing = [x for x in network.nodes if x not in seen]

@@ -10,6 +10,7 @@ import gzip
 import hashlib
 import json
 import numbers
+import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,11 @@ class Network:
                 edge_set.add((u, v))
                 edge_list.append((u, v))
         self.edges: tuple[tuple[str, str], ...] = tuple(edge_list)
-        observed_set = frozenset(observed)
+        observed_list = list(observed)
+        for x in observed_list:
+            if not isinstance(x, str):
+                raise NetworkError(f"observed names must be node names (strings), got {x!r}")
+        observed_set = frozenset(observed_list)
         unknown = sorted(observed_set - seen)
         if unknown:
             raise NetworkError(f"observed name {unknown[0]!r} is not a node of {self.name!r}")
@@ -184,7 +189,10 @@ def network_from_dict(data: Mapping[str, Any], default_name: str = "network") ->
     observed = data.get("observed", []) or []
     if not isinstance(observed, list):
         raise NetworkError("'observed' must be a list of node names")
-    return Network(data.get("name", default_name), names, states, edges, observed)
+    name = data.get("name", default_name)
+    if not isinstance(name, str):
+        raise NetworkError(f"the network's 'name' must be a string, got {name!r}")
+    return Network(name, names, states, edges, observed)
 
 
 def network_from_digraph(graph: nx.DiGraph, name: str | None = None) -> Network:
@@ -205,17 +213,25 @@ def network_from_digraph(graph: nx.DiGraph, name: str | None = None) -> Network:
     return Network(name or graph.graph.get("name") or "network", nodes, states, edges, observed)
 
 
-def read_text(path: Path) -> str:
-    """Read a text file, gunzipping it when its name ends in ``.gz``."""
+def read_text(path: Path, encodings: tuple[str, ...] = ("utf-8",)) -> str:
+    """Read a text file, gunzipping it when its name ends in ``.gz``, in the first of
+    ``encodings`` that decodes it (a UTF-8 byte order mark is dropped)."""
     try:
         if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8") as handle:
-                return handle.read()
-        return path.read_text(encoding="utf-8")
+            with gzip.open(path, "rb") as handle:
+                data = handle.read()
+        else:
+            data = path.read_bytes()
     except FileNotFoundError:
         raise NetworkError(f"no such file: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:  # EOFError, zlib.error: a damaged .gz
         raise NetworkError(f"cannot read {path}: {exc}") from None
+    for encoding in encodings:
+        try:
+            return data.decode("utf-8-sig" if encoding == "utf-8" else encoding)
+        except UnicodeDecodeError as exc:
+            problem = exc
+    raise NetworkError(f"cannot read {path}: it is not {' or '.join(encodings)} text ({problem})")
 
 
 def read_json(path: Path) -> dict[str, Any]:

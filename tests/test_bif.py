@@ -224,3 +224,15 @@ def test_read_error_names_the_file(tmp_path: Path) -> None:
         read_bif(path)
     with pytest.raises(NetworkError, match="no such file"):
         read_bif(tmp_path / "missing.bif")
+
+
+def test_latin1_and_byte_order_mark(tmp_path: Path) -> None:
+    """BIF files written by some tools are Latin-1; others start with a UTF-8 BOM."""
+    text = SMALL.replace("variable a", "variable caf\u00e9").replace("( a )", "( caf\u00e9 )")
+    text = text.replace("( b | a )", "( b | caf\u00e9 )")
+    latin = tmp_path / "latin.bif"
+    latin.write_bytes(text.encode("latin-1"))
+    assert read_bif(latin).nodes == ("caf\u00e9", "b")
+    bom = tmp_path / "bom.bif"
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    assert read_bif(bom).nodes == ("caf\u00e9", "b")

@@ -148,6 +148,12 @@ def test_node_in_two_clusters(paper):
         check_mapping(paper, [["A", "D", "F"], ["D", "G"], ["B"], ["C"], ["E"]])
 
 
+def test_node_twice_in_one_cluster(paper):
+    # before, this said "node 'D' is in two clusters (1 and 1)"
+    with pytest.raises(MappingError, match=r"node 'D' is twice in cluster 1$"):
+        check_mapping(paper, [["A", "F"], ["D", "G", "D"], ["B"], ["C"], ["E"]])
+
+
 def test_unknown_node(paper):
     with pytest.raises(MappingError, match=r"unknown node 'Q'"):
         check_mapping(paper, [["A"], ["B"], ["C"], ["D"], ["E"], ["F"], ["G", "Q"]])

@@ -1,0 +1,211 @@
+"""Tests of the input paths of load_network that are not one file format's parser:
+bad files, the bundled examples, observe arguments, recovered templates, and the
+pgmpy and pyAgrum interop (skipped when those libraries are not installed)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from dcmap_dist.dynamic import recover_template, unroll
+from dcmap_dist.loading import bundled_examples, load_network
+from dcmap_dist.network import NetworkError
+
+SMALL = {
+    "name": "small",
+    "nodes": [{"id": "A", "states": 2}, {"id": "B", "states": 3}, {"id": "C", "states": 2}],
+    "edges": [["A", "B"], ["B", "C"]],
+}
+TEMPLATE = {**SMALL, "name": "tiny", "temporal_edges": [["A", "A"], ["C", "B"]]}
+ASIA = Path(__file__).resolve().parents[1] / "dcmap_dist" / "examples" / "asia.bif"
+
+
+def write(tmp_path: Path, name: str, data: bytes | str) -> Path:
+    path = tmp_path / name
+    if isinstance(data, str):
+        data = data.encode()
+    path.write_bytes(data)
+    return path
+
+
+# --------------------------------------------------------------------------- bad files
+
+
+def test_a_damaged_gzip_file_is_an_input_error(tmp_path):
+    packed = gzip.compress(json.dumps(SMALL).encode() * 50)
+    truncated = write(tmp_path, "cut.json.gz", packed[:-20])
+    with pytest.raises(NetworkError, match=r"cannot read .*cut\.json\.gz: Compressed file ended"):
+        load_network(truncated)
+    damaged = bytearray(packed)
+    damaged[len(damaged) // 2] ^= 0xFF
+    damaged[len(damaged) // 2 + 1] ^= 0xFF
+    with pytest.raises(NetworkError, match=r"cannot read .*bad\.bif\.gz"):
+        load_network(write(tmp_path, "bad.bif.gz", bytes(damaged)))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[1, 2]", r"list\.json: a network must be a JSON object with 'nodes' and 'edges', not a list"),
+    (json.dumps({**SMALL, "nodes": SMALL["nodes"] * 2}), r"list\.json: duplicate node 'A'"),
+    (json.dumps({**SMALL, "observed": [["A"]]}), r"list\.json: observed names must be node names \(strings\), got \['A'\]"),
+    (json.dumps({**SMALL, "name": ["x"]}), r"list\.json: the network's 'name' must be a string, got \['x'\]"),
+    (json.dumps({**TEMPLATE, "temporal_edges": [[["A"], "B"]]}), r"list\.json: temporal edge \['A'\] -> 'B' refers to unknown node"),
+], ids=["top-level-list", "duplicate-node", "unhashable-observed", "name-not-a-string", "unhashable-temporal-end"])
+def test_structure_errors_in_a_json_file_name_the_file(tmp_path, text, message):
+    with pytest.raises(NetworkError, match=message):
+        load_network(write(tmp_path, "list.json", text))
+
+
+def test_a_byte_order_mark_is_ignored(tmp_path):
+    path = write(tmp_path, "bom.json", b"\xef\xbb\xbf" + json.dumps(SMALL).encode())
+    assert load_network(path).nodes == ("A", "B", "C")
+
+
+def test_an_unknown_extension_says_which_formats_are_read(tmp_path):
+    path = write(tmp_path, "net.txt", "variable x {}")
+    with pytest.raises(NetworkError, match=r"net\.txt is not valid JSON.*network files are \.json, \.bif"):
+        load_network(path)
+    # a JSON network under another extension still loads
+    assert load_network(write(tmp_path, "net.dat", json.dumps(SMALL))).name == "small"
+
+
+def test_an_undirected_graph_is_refused():
+    with pytest.raises(NetworkError, match="must be directed"):
+        load_network(nx.path_graph(3))
+
+
+# --------------------------------------------------------------------------- bundled examples
+
+
+def test_bundled_examples_are_listed_and_an_unknown_name_names_them(monkeypatch, tmp_path):
+    assert bundled_examples() == ["asia", "child", "paper-example", "sachs", "seagrass-2tbn"]
+    monkeypatch.chdir(tmp_path)
+    for name in bundled_examples():
+        assert load_network(name).nodes
+    with pytest.raises(NetworkError, match=r"no such file or bundled example: 'asai' \(bundled: asia, child, "):
+        load_network("asai")
+    with pytest.raises(NetworkError, match=r"no such file or bundled example: 'README'"):
+        load_network("README")  # the examples' README is not a network
+
+
+# --------------------------------------------------------------------------- observe
+
+
+def test_observe_takes_a_single_name_as_a_string():
+    # before, the string was taken letter by letter: "observed name 's' is not a node"
+    assert load_network("asia", observe="smoke").observed == {"smoke"}
+    assert load_network(TEMPLATE, slices=2, observe="B").observed == {"B_0", "B_1"}
+
+
+# --------------------------------------------------------------------------- recovered templates
+
+
+def test_a_recovered_template_with_static_nodes_is_not_unrolled_silently(tmp_path):
+    network = unroll(TEMPLATE, 3)
+    static = load_network({
+        "name": "with-static",
+        "nodes": [{"id": x, "states": network.states[x]} for x in network.nodes] + [{"id": "S", "states": 2}],
+        "edges": [list(e) for e in network.edges] + [["S", "A_0"]],
+    })
+    recovered = recover_template(static)
+    assert recovered["static_nodes"] == ["S"]
+    path = write(tmp_path, "recovered.json", json.dumps(recovered))
+    with pytest.raises(NetworkError, match=r"recovered\.json: the template has static nodes \('static_nodes'\)"):
+        load_network(path, slices=3)
+    del recovered["static_nodes"]
+    assert len(load_network(recovered, slices=3).nodes) == 9
+
+
+def test_a_recovered_template_with_a_partial_slice_is_not_unrolled_silently():
+    network = unroll(TEMPLATE, 3)
+    partial = network.subnetwork([x for x in network.nodes if x != "C_2"])
+    recovered = recover_template(partial)
+    assert recovered["partial_slice"]["nodes"] == ["A_2", "B_2"]
+    with pytest.raises(NetworkError, match=r"a partial slice \('partial_slice'\)"):
+        load_network(recovered, slices=2)
+
+
+# --------------------------------------------------------------------------- pgmpy
+
+
+def test_a_pgmpy_network_loads_with_the_states_of_its_cpds():
+    pytest.importorskip("pgmpy")
+    from pgmpy.readwrite import BIFReader
+
+    model = BIFReader(str(ASIA)).get_model()
+    network = load_network(model, observe=["smoke"])
+    asia = load_network("asia")
+    assert set(network.nodes) == set(asia.nodes)
+    assert set(network.edges) == set(asia.edges)
+    assert network.states == asia.states and network.observed == {"smoke"}
+
+
+def test_a_pgmpy_network_without_cpds_names_the_node():
+    pytest.importorskip("pgmpy")
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    with pytest.raises(NetworkError, match=r"pgmpy node 'A' has no tabular CPD"):
+        load_network(DiscreteBayesianNetwork([("A", "B")]))
+
+
+def test_other_pgmpy_models_are_refused():
+    pytest.importorskip("pgmpy")
+    from pgmpy.models import LinearGaussianBayesianNetwork
+
+    with pytest.raises(NetworkError, match=r"cannot load a pgmpy LinearGaussianBayesianNetwork: dcmap needs a "
+                                           r"discrete Bayesian network"):
+        load_network(LinearGaussianBayesianNetwork([("A", "B")]))
+
+
+def test_a_pgmpy_dynamic_network_is_a_two_slice_template():
+    pytest.importorskip("pgmpy")
+    from pgmpy.factors.discrete import TabularCPD
+    from pgmpy.models import DynamicBayesianNetwork
+
+    model = DynamicBayesianNetwork([(("A", 0), ("B", 0)), (("B", 0), ("C", 0)),
+                                    (("A", 0), ("A", 1)), (("C", 0), ("B", 1))])
+    model.add_cpds(
+        TabularCPD(("A", 0), 2, [[0.5], [0.5]]),
+        TabularCPD(("B", 0), 3, [[0.2, 0.3], [0.3, 0.3], [0.5, 0.4]], evidence=[("A", 0)], evidence_card=[2]),
+        TabularCPD(("C", 0), 2, [[0.5] * 3, [0.5] * 3], evidence=[("B", 0)], evidence_card=[3]),
+    )
+    network = load_network(model, slices=3, observe=["C"])
+    expected = unroll(TEMPLATE, 3)
+    assert network.nodes == expected.nodes and network.states == expected.states
+    assert set(network.edges) == set(expected.edges)
+    assert network.observed == {"C_0", "C_1", "C_2"}
+
+
+# --------------------------------------------------------------------------- pyAgrum
+
+
+def test_a_pyagrum_bayesnet_loads_in_id_order():
+    gum = pytest.importorskip("pyagrum")
+    bn = gum.fastBN("A->B[3]<-C;B->D")
+    network = load_network(bn)
+    assert network.nodes == ("A", "B", "C", "D")
+    assert network.states == {"A": 2, "B": 3, "C": 2, "D": 2}
+    assert set(network.edges) == {("A", "B"), ("C", "B"), ("B", "D")}
+
+
+def test_files_in_pyagrum_formats_are_read_through_pyagrum(tmp_path):
+    gum = pytest.importorskip("pyagrum")
+    gum.saveBN(gum.loadBN(str(ASIA)), str(tmp_path / "asia.net"))
+    network = load_network(tmp_path / "asia.net")
+    asia = load_network("asia")
+    assert network.name == "asia"
+    assert set(network.nodes) == set(asia.nodes) and set(network.edges) == set(asia.edges)
+    assert network.states == asia.states
+    broken = write(tmp_path, "broken.net", "garbage {")
+    with pytest.raises(NetworkError, match=r"broken\.net: pyAgrum cannot read it: .*Syntax error"):
+        load_network(broken)
+
+
+def test_pyagrum_formats_without_pyagrum_say_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyagrum", None)  # as if it were not installed
+    with pytest.raises(NetworkError, match=r"reading \.xdsl files needs pyAgrum \(pip install pyagrum\)"):
+        load_network(write(tmp_path, "model.xdsl", "<smile/>"))

@@ -17,6 +17,7 @@ when it fails.
 from __future__ import annotations
 
 import getpass
+import importlib.util
 import json
 import math
 import os
@@ -43,12 +44,22 @@ TOOL_PATH = f"{os.environ.get('PATH', '')}:/usr/sbin"  # sshd is in /usr/sbin
 PRIVSEP_DIR = Path("/run/sshd")  # sshd refuses to start without it
 TIMEOUT = 600  # seconds, for each launcher command
 
-pytestmark = pytest.mark.skipif(
+
+def test_solve_script_joins_the_running_cluster_unless_told_otherwise() -> None:
+    """scripts/solve.py adds ``--address auto`` to the user's arguments unless they
+    choose an address."""
+    spec = importlib.util.spec_from_file_location("solve_script", ROOT / "scripts" / "solve.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.solve_arguments(["asia", "--workers", "2"]) == ["solve", "asia", "--workers", "2", "--address", "auto"]
+    assert script.solve_arguments(["asia", "--address", "10.0.0.1:6379"]) == ["solve", "asia", "--address", "10.0.0.1:6379"]
+    assert script.solve_arguments(["asia", "--address=local"]) == ["solve", "asia", "--address=local"]
+
+
+@pytest.mark.skipif(
     any(shutil.which(tool, path=TOOL_PATH) is None for tool in TOOLS),
     reason=f"needs {', '.join(TOOLS)} (apt-get install openssh-server rsync netcat-openbsd)",
 )
-
-
 def test_ray_submit_solves_asia_with_two_workers() -> None:
     """``ray up``, ``ray submit scripts/solve.py -- asia --workers 2``, ``ray down``."""
     with tempfile.TemporaryDirectory(prefix="dcmap-launch-") as name:

@@ -4,32 +4,41 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import shutil
 import sys
-import tempfile
+import traceback
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .cost import CostError, DcmapCost, evaluate_mapping, load_cost
+from .cost import ELIMINATION_ORDERS, CostError, DcmapCost, evaluate_mapping, load_cost
 from .dynamic import recover_template
-from .loading import load_network
+from .loading import bundled_examples, load_network
 from .mappings import SCHEMES, check_mapping
 from .network import Network, NetworkError, read_json
+from .outputs import OutputError, check_output, write_atomic
 from .solve import METHODS, SolveResult, solve
 from .structure import eta, layer_nodes, long_arcs, scientific
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``dcmap`` console script."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    """Entry point of the ``dcmap`` console script; returns the exit code: 0 done (a
+    solve proven optimal), 1 internal error, 2 bad input or usage, 3 a solve stopped by
+    a limit (its best result written). See the README's Troubleshooting."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as stop:  # --help, --version, or a usage error already printed
+        return int(stop.code or 0)
     if os.getcwd() not in sys.path:  # --cost module:name finds modules where the user is
         sys.path.append(os.getcwd())
     try:
         return args.run(args)
     except (NetworkError, CostError, ValueError, TimeoutError) as exc:
+        _traceback_if_debugging()
         print(f"dcmap: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -38,11 +47,54 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader closed the pipe (e.g. `| head`)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:  # a bug: one line, the traceback on request
+        _traceback_if_debugging()
+        print(f"dcmap: internal error: {type(exc).__name__}: {exc} (please report this bug, with the "
+              "command and its input; DCMAP_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 1
+
+
+def _traceback_if_debugging() -> None:
+    """Print the traceback of the exception being handled when DCMAP_DEBUG is set."""
+    if os.environ.get("DCMAP_DEBUG"):
+        traceback.print_exc()
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line: ``dcmap: error: ...``."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"dcmap: error: {message} (see '{self.prog} --help')\n")
+
+
+def _checked(convert: Callable[[str], Any], ok: Callable[[Any], bool], what: str) -> Callable[[str], Any]:
+    """An argparse type: the text ``convert``-ed, which must then satisfy ``ok``."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
+
+
+_POSITIVE = _checked(float, lambda v: 0 < v < math.inf, "a positive number")
+_NON_NEGATIVE = _checked(float, lambda v: 0 <= v < math.inf, "a number >= 0")
+_PROBABILITY = _checked(float, lambda v: 0 <= v <= 1, "a probability from 0 to 1")
+_POSITIVE_INT = _checked(int, lambda v: v >= 1, "an integer >= 1")
+_COUNT = _checked(int, lambda v: v >= 0, "an integer >= 0")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="dcmap", description="Optimal clustering of Bayesian network nodes with dependent costs (DCMAP)."
+    parser = _Parser(
+        prog="dcmap", description="Optimal clustering of Bayesian network nodes with dependent costs (DCMAP).",
+        epilog=f"Bundled example networks, usable by name: {', '.join(bundled_examples())}. Exit codes: 0 done "
+               "(proven optimal), 1 internal error, 2 bad input or usage, 3 stopped by a limit (best result "
+               "written), 4 interrupted (best result written).",
     )
     parser.add_argument("--version", action="version", version=f"dcmap {__version__}")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
@@ -63,15 +115,15 @@ def _parser() -> argparse.ArgumentParser:
     _network_options(solve_)
     _cost_options(solve_)
     solve_.add_argument("--method", choices=METHODS, default="dcmap", help="search method (default dcmap)")
-    solve_.add_argument("--alpha", type=float, default=0.6, help="probability of best-first activation (0.6)")
+    solve_.add_argument("--alpha", type=_PROBABILITY, default=0.6, help="probability of best-first activation (0.6)")
     solve_.add_argument("--seed", type=int, default=0, help="random seed for activation (0)")
-    solve_.add_argument("--time-limit", type=float, metavar="S", help="stop after S seconds")
-    solve_.add_argument("--max-iterations", type=int, metavar="N", help="stop after N iterations")
-    solve_.add_argument("--memory-limit", type=float, metavar="MB", help="stop above MB MiB of memory")
+    solve_.add_argument("--time-limit", type=_POSITIVE, metavar="S", help="stop after S seconds")
+    solve_.add_argument("--max-iterations", type=_POSITIVE_INT, metavar="N", help="stop after N iterations")
+    solve_.add_argument("--memory-limit", type=_POSITIVE, metavar="MB", help="stop above MB MiB of memory")
     solve_.add_argument("--link-key", choices=("lean", "full"), default="lean",
                         help="dominance key: lean (default) or SPEC's full key")
     solve_.add_argument("--no-bound", action="store_true", help="do not prune with the cost model's lower bound")
-    solve_.add_argument("--max-solutions", type=int, default=10_000, metavar="N",
+    solve_.add_argument("--max-solutions", type=_COUNT, default=10_000, metavar="N",
                         help="list at most N optimal mappings (default 10000; 0: all); all are counted")
     solve_.add_argument("--output", "-o", metavar="FILE", help="write the result JSON to FILE ('-' for stdout)")
     solve_.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
@@ -85,11 +137,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _network_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("network", help="network: .json, .bif, .bif.gz, a 2-slice template, or a bundled example")
-    parser.add_argument("--slices", type=int, metavar="T", help="unroll a 2-slice template to T slices")
+    parser.add_argument("network", help="network: .json, .bif, .bif.gz (others through pyAgrum), a 2-slice "
+                                        f"template, or a bundled example: {', '.join(bundled_examples())}")
+    parser.add_argument("--slices", type=_POSITIVE_INT, metavar="T", help="unroll a 2-slice template to T slices")
     parser.add_argument("--observe", metavar="NAMES", default="", help="comma-separated observed nodes")
-    parser.add_argument("--order", choices=("cpt", "paper"), default="cpt", help="elimination order (cpt)")
-    parser.add_argument("--addition", type=float, default=0.6, help="cost of one addition (0.6)")
+    parser.add_argument("--order", choices=ELIMINATION_ORDERS, default="cpt", help="elimination order (cpt)")
+    parser.add_argument("--addition", type=_NON_NEGATIVE, default=0.6, help="cost of one addition (0.6)")
 
 
 def _cost_options(parser: argparse.ArgumentParser) -> None:
@@ -117,7 +170,7 @@ def _info(args: argparse.Namespace) -> int:
         "long_arcs": len(long_arcs(network)),
         "eta": eta(network),
         "components": len(network.components()),
-        "naive_cost": DcmapCost(args.order, args.addition).naive(network),
+        "naive_cost": _finite(DcmapCost(args.order, args.addition).naive(network)),
         "hash": network.content_hash(),
     }
     if args.json:
@@ -131,7 +184,8 @@ def _info(args: argparse.Namespace) -> int:
     print(f"layers       {facts['layers']} (nodes per layer, leaves first: {facts['nodes_per_layer']})")
     print(f"eta          {scientific(facts['eta'])} ({facts['eta']})")
     print(f"components   {facts['components']}")
-    print(f"naive cost   {facts['naive_cost']:.1f} (order {args.order})")
+    naive = "past the float range" if facts["naive_cost"] is None else f"{facts['naive_cost']:.1f}"
+    print(f"naive cost   {naive} (order {args.order})")
     return 0
 
 
@@ -146,8 +200,8 @@ def _cost(args: argparse.Namespace) -> int:
     total = sum(row.cost for row in rows)
     if args.json:
         print(json.dumps({
-            "total": total,
-            "cluster_layers": [{"nodes": sorted(r.nodes), "layer": r.layer, "cost": r.cost} for r in rows],
+            "total": _finite(total),
+            "cluster_layers": [{"nodes": sorted(r.nodes), "layer": r.layer, "cost": _finite(r.cost)} for r in rows],
         }, indent=1))
         return 0
     for row in rows:
@@ -156,24 +210,43 @@ def _cost(args: argparse.Namespace) -> int:
     return 0
 
 
+def _finite(value: float) -> float | None:
+    """``value``, or None (JSON null) for a count past the float range."""
+    return value if math.isfinite(value) else None
+
+
 def _solve(args: argparse.Namespace) -> int:
+    if args.output and args.output != "-":
+        check_output(Path(args.output), [Path(args.network)])
     network = _load(args)
     progress = _Progress(enabled=not args.quiet)
-    result = solve(
-        network, cost=args.cost, scheme=args.scheme, method=args.method, alpha=args.alpha, seed=args.seed,
-        time_limit=args.time_limit, max_iterations=args.max_iterations, memory_limit_mb=args.memory_limit,
-        order=args.order, addition=args.addition, key=args.link_key, use_bound=not args.no_bound,
-        max_solutions=args.max_solutions or None,
-        on_improvement=progress.improved, on_progress=progress.update,
-    )
-    progress.close()
+    try:
+        result = solve(
+            network, cost=args.cost, scheme=args.scheme, method=args.method, alpha=args.alpha, seed=args.seed,
+            time_limit=args.time_limit, max_iterations=args.max_iterations, memory_limit_mb=args.memory_limit,
+            order=args.order, addition=args.addition, key=args.link_key, use_bound=not args.no_bound,
+            max_solutions=args.max_solutions or None,
+            on_improvement=progress.improved, on_progress=progress.update,
+        )
+    finally:
+        progress.close()
+    status = 0 if result.proven_optimal else 3
     if args.output == "-":
         print(result.to_json())
-        return 0
+        return status
     if args.output:
-        write_atomic(Path(args.output), result.to_json() + "\n")
+        _write_result(Path(args.output), result.to_json() + "\n")
     _summary(result, args.output)
-    return 0
+    return status
+
+
+def _write_result(path: Path, text: str) -> None:
+    """Write a solve's result; if that fails, print it on stdout so the work is not lost."""
+    try:
+        write_atomic(path, text)
+    except OutputError as exc:
+        sys.stdout.write(text)
+        raise OutputError(f"{exc}; the result is on stdout instead") from None
 
 
 def _summary(result: SolveResult, output: str | None) -> None:
@@ -193,6 +266,8 @@ def _summary(result: SolveResult, output: str | None) -> None:
 
 
 def _template(args: argparse.Namespace) -> int:
+    if args.output:
+        check_output(Path(args.output), [Path(args.network)])
     template = recover_template(load_network(args.network))
     text = json.dumps(template, indent=1) + "\n"
     if args.output:
@@ -202,22 +277,6 @@ def _template(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so no partial file is left."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would (mkstemp makes it 0600)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 class _Progress:
@@ -240,8 +299,9 @@ class _Progress:
             return
         line = (f"iterations {stats['iterations']:>10}  best {stats['best']:.1f}  open {stats['open']:>8}  "
                 f"{stats['rate']:.0f} it/s  {stats['elapsed']:.0f} s  {stats['memory_mb']:.0f} MiB")
-        if self.tty:
-            print("\r" + line, end="", file=sys.stderr, flush=True)
+        if self.tty:  # one terminal line, rewritten in place: cut to the width, rest cleared
+            width = shutil.get_terminal_size().columns
+            print("\r\033[K" + line[: width - 1], end="", file=sys.stderr, flush=True)
             self.shown = True
         else:
             print(line, file=sys.stderr, flush=True)

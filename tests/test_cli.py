@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -209,9 +210,9 @@ def test_cost_malformed_clusters(capsys, tmp_path, clusters):
 # =========================================================================== solve
 
 
-def solve_json(capsys, *argv):
-    code, out, err = run(capsys, "solve", *argv, "--output", "-")
-    assert code == 0, err
+def solve_json(capsys, *argv, code=0):
+    got, out, err = run(capsys, "solve", *argv, "--output", "-")
+    assert got == code, err
     return json.loads(out), err
 
 
@@ -278,20 +279,24 @@ def test_solve_unknown_user_cost(capsys, monkeypatch):
 
 def test_solve_time_limit(capsys):
     data, _ = solve_json(capsys, "seagrass-2tbn", "--slices", "2", "--order", "paper",
-                         "--time-limit", "0.3", "-q")
+                         "--time-limit", "0.3", "-q", code=3)
     assert data["proven_optimal"] is False and data["stop_reason"] == "time_limit"
     assert math.isfinite(data["optimal_cost"]) and data["solutions"]
 
 
 def test_solve_max_iterations(capsys):
-    data, _ = solve_json(capsys, "child", "--max-iterations", "50", "-q")
+    data, _ = solve_json(capsys, "child", "--max-iterations", "50", "-q", code=3)
     assert data["proven_optimal"] is False and data["stop_reason"] == "max_iterations"
     assert math.isfinite(data["optimal_cost"]) and data["solutions"]
 
 
-def test_solve_summary_says_not_proven(capsys):
+def test_solve_summary_says_not_proven(capsys, tmp_path):
+    # a search stopped by a limit exits 3, also when it writes its result to a file
     code, out, _ = run(capsys, "solve", "child", "--max-iterations", "50", "-q")
-    assert code == 0 and "not proven" in out and "max_iterations" in out
+    assert code == 3 and "not proven" in out and "max_iterations" in out
+    target = tmp_path / "stopped.json"
+    code, out, _ = run(capsys, "solve", "child", "--max-iterations", "50", "-q", "-o", target)
+    assert code == 3 and json.loads(target.read_text())["proven_optimal"] is False
 
 
 def test_solve_progress_on_stderr(capsys):
@@ -371,3 +376,114 @@ def test_user_cost_module_in_the_working_directory(tmp_path):
     result = json.loads(done.stdout)
     assert result["cost_model"]["name"] == "mymodule:my_cost"
     assert result["proven_optimal"]
+
+
+# =========================================================================== errors and exit codes
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["solve", "paper-example", "--alpha", "1.5"], "argument --alpha: expected a probability from 0 to 1, got '1.5'"),
+    (["solve", "paper-example", "--time-limit", "-1"], "argument --time-limit: expected a positive number, got '-1'"),
+    (["solve", "paper-example", "--time-limit", "nan"], "argument --time-limit: expected a positive number"),
+    (["solve", "paper-example", "--memory-limit", "0"], "argument --memory-limit: expected a positive number"),
+    (["solve", "paper-example", "--max-iterations", "0"], "argument --max-iterations: expected an integer >= 1"),
+    (["solve", "paper-example", "--max-solutions", "-5"], "argument --max-solutions: expected an integer >= 0"),
+    (["info", "seagrass-2tbn", "--slices", "0"], "argument --slices: expected an integer >= 1, got '0'"),
+    (["info", "paper-example", "--addition", "inf"], "argument --addition: expected a number >= 0, got 'inf'"),
+    (["info", "paper-example", "--order", "fifo"], "argument --order: invalid choice: 'fifo'"),
+    (["solve"], "the following arguments are required: network"),
+    (["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate'"),
+], ids=["alpha", "negative-time", "nan-time", "zero-memory", "zero-iterations", "negative-solutions",
+        "zero-slices", "infinite-addition", "unknown-order", "no-network", "unknown-command"])
+def test_bad_arguments_are_one_line_usage_errors(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and not out
+    assert err.count("\n") == 1 and err.startswith("dcmap: error: ") and message in err
+    assert "--help" in err
+
+
+def test_help_lists_the_bundled_examples_and_the_exit_codes(capsys):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "asia, child, paper-example, sachs, seagrass-2tbn" in text
+    assert "3 stopped by a limit" in text and "4 interrupted" in text
+    code, out, _ = run(capsys, "solve", "--help")
+    assert code == 0 and "seagrass-2tbn" in out and "canonical" in out
+
+
+def test_an_internal_error_is_one_line_asking_for_a_report(capsys, monkeypatch):
+    import dcmap_dist.cli as cli
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the engine broke")
+
+    monkeypatch.setattr(cli, "solve", broken)
+    monkeypatch.delenv("DCMAP_DEBUG", raising=False)
+    code, out, err = run(capsys, "solve", "paper-example", "-q")
+    assert code == 1 and not out
+    assert err.count("\n") == 1
+    assert err.startswith("dcmap: internal error: RuntimeError: the engine broke (please report this bug")
+    assert "Traceback" not in err
+    monkeypatch.setenv("DCMAP_DEBUG", "1")
+    code, _, err = run(capsys, "solve", "paper-example", "-q")
+    assert code == 1 and "Traceback" in err and "the engine broke" in err
+
+
+def test_a_failing_user_cost_is_an_input_error_naming_the_model(capsys, tmp_path, monkeypatch):
+    (tmp_path / "fragile_cost.py").write_text(
+        "def cost(ctx):\n"
+        "    return 1.0 / (len(ctx.nodes) - 1)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("DCMAP_DEBUG", raising=False)
+    code, out, err = run(capsys, "solve", "paper-example", "--cost", "fragile_cost:cost", "-q")
+    assert code == 2 and not out and "Traceback" not in err
+    assert re.fullmatch(r"dcmap: error: cost model fragile_cost:cost: evaluate failed on cluster-layer "
+                        r"\['\w'\] \(layer 0\): ZeroDivisionError: float division by zero\n", err)
+    monkeypatch.setenv("DCMAP_DEBUG", "1")  # the traceback reaches into the user's code
+    code, _, err = run(capsys, "solve", "paper-example", "--cost", "fragile_cost:cost", "-q")
+    assert code == 2 and "fragile_cost.py" in err and "Traceback" in err
+
+
+def test_the_progress_line_is_cleared_when_the_search_fails(capsys, monkeypatch):
+    import dcmap_dist.cli as cli
+    from dcmap_dist.cost import CostError
+
+    def failing(*args, on_progress, **kwargs):
+        on_progress({"iterations": 5, "best": 60.0, "open": 3, "rate": 10.0, "elapsed": 0.5, "memory_mb": 50})
+        raise CostError("cost model m: evaluate failed")
+
+    monkeypatch.setattr(cli, "solve", failing)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, _, err = run(capsys, "solve", "paper-example")
+    assert code == 2
+    assert err.endswith("iterations          5  best 60.0  open        3  10 it/s  0 s  50 MiB"
+                        "\r\033[Kdcmap: error: cost model m: evaluate failed\n")
+
+
+def test_the_progress_line_fits_the_terminal_and_clears_what_was_there(capsys, monkeypatch):
+    from dcmap_dist.cli import _Progress
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda: os.terminal_size((40, 24)))
+    progress = _Progress(enabled=True)
+    progress.update({"iterations": 12, "best": 54.0, "open": 2, "rate": 100.0, "elapsed": 1.0, "memory_mb": 80})
+    _, err = capsys.readouterr()
+    assert err.startswith("\r\033[K") and len(err) == len("\r\033[K") + 39
+
+
+def test_a_network_past_the_float_range(capsys, tmp_path):
+    states = {"P1": 10**110, "P2": 10**110, "P3": 10**110, "P4": 10**110, "X1": 2, "X2": 2, "Y": 2}
+    edges = [["P1", "X1"], ["P2", "X1"], ["P3", "X2"], ["P4", "X2"], ["X1", "Y"], ["X2", "Y"]]
+    net = write(tmp_path, "huge.json", json.dumps(
+        {"nodes": [{"id": x, "states": s} for x, s in states.items()], "edges": edges}))
+    code, out, _ = run(capsys, "info", net)
+    assert code == 0 and field(out, "naive cost").startswith("past the float range")
+    code, out, _ = run(capsys, "info", net, "--json")
+    assert code == 0 and json.loads(out)["naive_cost"] is None
+    merged = mapping_file(tmp_path, [["X1", "X2", "Y"], ["P1"], ["P2"], ["P3"], ["P4"]])
+    code, out, _ = run(capsys, "cost", net, merged, "--json")
+    assert code == 0 and json.loads(out)["total"] is None  # valid JSON, no Infinity
+    data, _ = solve_json(capsys, net, "-q")
+    assert data["proven_optimal"] and data["optimal_cost"] == pytest.approx(8.2e220, rel=1e-9)

@@ -1,0 +1,68 @@
+"""Output files: checked before any work starts, then written whole or not at all.
+
+A long search must not end in "cannot write the result", and an interrupted write
+must not leave half a JSON file where a reader expects a whole one.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+
+class OutputError(ValueError):
+    """An output file that cannot be written; the message names it and the reason."""
+
+
+def check_output(path: Path, inputs: Iterable[Path] = ()) -> None:
+    """Raise an OutputError now if ``path`` could not be written later: it is a
+    directory, it is one of the ``inputs``, or the nearest existing folder above it
+    is not a writable directory. Creates nothing."""
+    target = Path(os.path.realpath(path))
+    if target.is_dir():
+        raise OutputError(f"cannot write {path}: it is a directory")
+    for source in inputs:
+        if target.exists() and Path(source).exists() and os.path.samefile(target, source):
+            raise OutputError(f"cannot write {path}: it is the input file {source}")
+    folder = target.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise OutputError(f"cannot write {path}: {folder} is not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(f"cannot write {path}: no permission to write in {folder}")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it, so that readers
+    see the old file or the whole new one, never a part; missing folders are created.
+
+    A symbolic link is followed (the file it points to is replaced). A path that is
+    not a regular file, such as ``/dev/stdout`` or a named pipe, is written directly.
+    Raises an OutputError naming the path and the reason.
+    """
+    target = Path(os.path.realpath(path))
+    try:
+        if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+            with open(target, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would (mkstemp makes it 0600)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise

@@ -1,0 +1,157 @@
+"""Tests of output files (dcmap_dist.outputs) and of the command line's use of them:
+checked before any work, written whole or not at all, nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from dcmap_dist.cli import main
+from dcmap_dist.outputs import OutputError, check_output, write_atomic
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --------------------------------------------------------------------------- check_output
+
+
+def test_check_output_accepts_new_files_in_new_folders_and_creates_nothing(tmp_path):
+    check_output(tmp_path / "result.json")
+    check_output(tmp_path / "a" / "b" / "result.json")
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("case, message", [
+    ("directory", r"cannot write .*out: it is a directory"),
+    ("input", r"cannot write .*net\.json: it is the input file"),
+    ("under-a-file", r"cannot write .*plain\.txt/result\.json: .*plain\.txt is not a directory"),
+])
+def test_check_output_refuses(tmp_path, case, message):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "net.json").write_text("{}")
+    (tmp_path / "plain.txt").write_text("x")
+    path = {"directory": tmp_path / "out", "input": tmp_path / "net.json",
+            "under-a-file": tmp_path / "plain.txt" / "result.json"}[case]
+    with pytest.raises(OutputError, match=message):
+        check_output(path, [tmp_path / "net.json"])
+
+
+def test_check_output_sees_through_links_to_the_input(tmp_path):
+    (tmp_path / "net.json").write_text("{}")
+    (tmp_path / "link.json").symlink_to(tmp_path / "net.json")
+    with pytest.raises(OutputError, match="it is the input file"):
+        check_output(tmp_path / "link.json", [tmp_path / "net.json"])
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_check_output_refuses_a_folder_without_write_permission(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        with pytest.raises(OutputError, match="no permission to write in"):
+            check_output(locked / "result.json")
+    finally:
+        locked.chmod(0o700)
+
+
+# --------------------------------------------------------------------------- write_atomic
+
+
+def test_write_atomic_replaces_whole_with_the_umask_mode(tmp_path):
+    path = tmp_path / "deep" / "result.json"
+    write_atomic(path, "one\n")
+    write_atomic(path, "two\n")
+    assert path.read_text() == "two\n"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+    assert [p.name for p in path.parent.iterdir()] == ["result.json"]
+
+
+def test_write_atomic_follows_a_symbolic_link(tmp_path):
+    # before, the link itself was replaced by a regular file
+    target = tmp_path / "data" / "result.json"
+    target.parent.mkdir()
+    target.write_text("old")
+    link = tmp_path / "latest.json"
+    link.symlink_to(target)
+    write_atomic(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+
+
+def test_write_atomic_writes_into_a_pipe_instead_of_replacing_it(tmp_path):
+    # before, a named pipe (or /dev/stdout, /dev/null) was replaced by a regular file
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
+    reader.start()
+    write_atomic(fifo, "through the pipe")
+    reader.join(timeout=10)
+    assert received == ["through the pipe"]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_write_atomic_failures_are_output_errors_and_leave_nothing(tmp_path, monkeypatch):
+    (tmp_path / "plain.txt").write_text("x")
+    with pytest.raises(OutputError, match=r"cannot write .*plain\.txt/result\.json"):
+        write_atomic(tmp_path / "plain.txt" / "result.json", "text")
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(OutputError, match=r"cannot write .*result\.json: No space left on device"):
+        write_atomic(tmp_path / "result.json", "text")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.txt"]
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_solve_checks_its_output_before_solving(capsys, tmp_path, monkeypatch):
+    import dcmap_dist.cli as cli
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the search ran although its output cannot be written")
+
+    monkeypatch.setattr(cli, "solve", must_not_run)
+    (tmp_path / "out").mkdir()
+    code, out, err = run(capsys, "solve", "paper-example", "-o", tmp_path / "out")
+    assert code == 2 and not out and err.startswith("dcmap: error: cannot write") and "is a directory" in err
+    network = tmp_path / "net.json"
+    network.write_text(json.dumps({"nodes": [{"id": "A", "states": 2}], "edges": []}))
+    code, _, err = run(capsys, "solve", network, "-o", network)
+    assert code == 2 and "it is the input file" in err
+    assert json.loads(network.read_text())["nodes"]  # untouched
+
+
+def test_template_checks_its_output_before_reading(capsys, tmp_path):
+    (tmp_path / "out").mkdir()
+    code, out, err = run(capsys, "template", "paper-example", "-o", tmp_path / "out")
+    assert code == 2 and "is a directory" in err
+
+
+def test_a_result_that_cannot_be_written_goes_to_stdout(capsys, tmp_path, monkeypatch):
+    import dcmap_dist.cli as cli
+
+    def full_disk(path, text):
+        raise OutputError(f"cannot write {path}: No space left on device")
+
+    monkeypatch.setattr(cli, "write_atomic", full_disk)
+    code, out, err = run(capsys, "solve", "paper-example", "-q", "-o", tmp_path / "result.json")
+    assert code == 2
+    assert json.loads(out)["optimal_cost"] == pytest.approx(54.0)
+    assert err == (f"dcmap: error: cannot write {tmp_path / 'result.json'}: No space left on device; "
+                   "the result is on stdout instead\n")
+    assert not (tmp_path / "result.json").exists()

@@ -250,10 +250,13 @@ def _write_result(path: Path, text: str) -> None:
 
 
 def _summary(result: SolveResult, output: str | None) -> None:
-    status = ("proven optimal" if result.proven_optimal else
-              f"best found, not proven ({result.stop_reason}); no mapping costs less than "
-              f"{result.lower_bound:.1f} (gap {100 * result.gap:.2f}%)")
-    print(f"{result.network}: cost {result.optimal_cost:.1f}, {status}")
+    bound = f"no mapping costs less than {result.lower_bound:.1f}"
+    if not math.isfinite(result.optimal_cost):  # breadth-first search stopped before a whole mapping
+        print(f"{result.network}: no complete mapping found ({result.stop_reason}); {bound}")
+    else:
+        status = ("proven optimal" if result.proven_optimal else
+                  f"best found, not proven ({result.stop_reason}); {bound} (gap {100 * result.gap:.2f}%)")
+        print(f"{result.network}: cost {result.optimal_cost:.1f}, {status}")
     listed = "" if result.solutions_complete else f" ({len(result.solutions)} listed)"
     print(f"{result.solution_count} mapping(s){listed}; {result.iterations} iterations "
           f"in {result.elapsed_seconds:.2f} s")

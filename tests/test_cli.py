@@ -299,6 +299,15 @@ def test_solve_summary_says_not_proven(capsys, tmp_path):
     assert code == 3 and json.loads(target.read_text())["proven_optimal"] is False
 
 
+def test_solve_stopped_before_any_mapping(capsys):
+    # breadth-first search completes no mapping in 5 iterations; before, the summary said "cost inf"
+    code, out, _ = run(capsys, "solve", "child", "--method", "bfs", "--max-iterations", "5", "-q")
+    assert code == 3
+    assert out.startswith("child: no complete mapping found (max_iterations); no mapping costs less than")
+    data, _ = solve_json(capsys, "child", "--method", "bfs", "--max-iterations", "5", "-q", code=3)
+    assert data["optimal_cost"] is None and data["solutions"] == []
+
+
 def test_solve_progress_on_stderr(capsys):
     _, err = solve_json(capsys, "paper-example")
     assert "improved" in err and "54.0" in err

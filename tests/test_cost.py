@@ -7,6 +7,7 @@ import importlib.util
 import itertools
 import json
 import math
+import pickle
 import random
 from pathlib import Path
 
@@ -665,3 +666,10 @@ def test_canonical_solutions_do_not_depend_on_the_listing_order():
         assert results[0].optimal_cost == results[1].optimal_cost
         assert ({partition(s.clusters) for s in results[0].solutions}
                 == {partition(s.clusters) for s in results[1].solutions})
+
+
+def test_a_guarded_user_model_pickles_with_its_hooks(paper):
+    """The distributed search sends the model to other processes."""
+    model = pickle.loads(pickle.dumps(load_cost(_Model())))
+    assert model.name == "spoilt" and model.estimate(paper, frozenset("AB")) == 2.0
+    assert total(paper, OPTIMAL[0], model) == 7.0

@@ -336,18 +336,17 @@ class UserCost:
         return dict(self._params)
 
     def evaluate(self, ctx: CostContext) -> tuple[float, Hashable]:
-        where = f" on cluster-layer {sorted(ctx.nodes)} (layer {ctx.layer})"
-        value = self._call("evaluate", where, ctx)
+        value = self._call("evaluate", ctx, ctx)
         if not (isinstance(value, tuple) and len(value) == 2):
             raise CostError(
-                f"cost model {self.name}: evaluate returned {_short(value)}{where}; expected (cost, message)"
+                f"cost model {self.name}: evaluate returned {_short(value)}{_where(ctx)}; expected (cost, message)"
             )
         cost, message = value
         try:
             hash(message)
         except TypeError:
             raise CostError(
-                f"cost model {self.name}: the message{where} is a {type(message).__name__}, "
+                f"cost model {self.name}: the message{_where(ctx)} is a {type(message).__name__}, "
                 "which is not hashable (use a frozenset or a tuple)"
             ) from None
         return checked_cost(cost, ctx, self.name), message
@@ -359,37 +358,39 @@ class UserCost:
         raise AttributeError(attr)
 
     def _checked_node_lower_bounds(self, graph: Network) -> dict[str, float]:
-        bounds = self._call("node_lower_bounds", "", graph)
+        bounds = self._call("node_lower_bounds", None, graph)
         if not isinstance(bounds, Mapping):
             raise CostError(f"cost model {self.name}: node_lower_bounds returned {_short(bounds)}; expected a dict")
         for x, bound in bounds.items():
             if not isinstance(x, str) or x not in graph.index:
                 raise CostError(f"cost model {self.name}: node_lower_bounds names {x!r}, which is not a node")
-            self._number("node_lower_bounds", f" for node {x!r}", bound)
+            self._number("node_lower_bounds", x, bound)
         return dict(bounds)
 
     def _checked_message_lower_bound(self, graph: Network, nodes: frozenset[str], message: Hashable) -> float:
-        where = f" for cluster-layer {sorted(nodes)}"
-        return self._number("message_lower_bound", where, self._call("message_lower_bound", where, graph, nodes, message))
+        return self._number("message_lower_bound", nodes, self._call("message_lower_bound", nodes, graph, nodes, message))
 
     def _checked_estimate(self, graph: Network, nodes: frozenset[str]) -> float:
-        return self._number("estimate", "", self._call("estimate", "", graph, nodes))
+        return self._number("estimate", None, self._call("estimate", None, graph, nodes))
 
-    def _call(self, method: str, where: str, *args: Any) -> Any:
+    def _call(self, method: str, at: Any, *args: Any) -> Any:
+        """The model's ``method`` called with ``args``; ``at`` is what errors name (see :func:`_where`)."""
         try:
             return getattr(self.model, method)(*args)
         except Exception as exc:  # the user's code may fail in any way
-            raise CostError(f"cost model {self.name}: {method} failed{where}: {type(exc).__name__}: {exc}") from exc
+            raise CostError(f"cost model {self.name}: {method} failed{_where(at)}: {type(exc).__name__}: {exc}") from exc
 
-    def _number(self, method: str, where: str, value: Any) -> float:
+    def _number(self, method: str, at: Any, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-            raise CostError(f"cost model {self.name}: {method} returned {_short(value)}{where}; expected a finite number")
+            raise CostError(
+                f"cost model {self.name}: {method} returned {_short(value)}{_where(at)}; expected a finite number"
+            )
         return float(value)
 
     def _checked_params(self) -> dict[str, Any]:
         if not hasattr(self.model, "params"):
             return {}
-        params = self._call("params", "")
+        params = self._call("params", None)
         try:
             if not isinstance(params, Mapping):
                 raise TypeError(f"it returned {_short(params)}")
@@ -400,6 +401,17 @@ class UserCost:
                 f"(they go into the result file): {exc}"
             ) from None
         return dict(params)
+
+
+def _where(at: CostContext | frozenset[str] | str | None) -> str:
+    """Where an error happened, for its message: a cluster-layer (a context, or the
+    nodes of a message's cluster-layer), a node, or nowhere in particular (None).
+    Formatted only when an error is raised, not on every call."""
+    if isinstance(at, CostContext):
+        return f" on cluster-layer {sorted(at.nodes)} (layer {at.layer})"
+    if isinstance(at, frozenset):
+        return f" for cluster-layer {sorted(at)}"
+    return "" if at is None else f" for node {at!r}"
 
 
 def _short(value: Any) -> str:

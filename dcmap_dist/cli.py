@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as stop:  # --help, --version, or a usage error already printed
         return int(stop.code or 0)
+    args.command = ["dcmap", *(sys.argv[1:] if argv is None else argv)]
     if os.getcwd() not in sys.path:  # --cost module:name finds modules where the user is
         sys.path.append(os.getcwd())
     try:
@@ -127,6 +128,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="list at most N optimal mappings (default 10000; 0: all); all are counted")
     solve_.add_argument("--output", "-o", metavar="FILE", help="write the result JSON to FILE ('-' for stdout)")
     solve_.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    solve_.add_argument("--workers", "-w", type=_POSITIVE_INT, default=1, metavar="W",
+                        help="search on W Ray worker actors (default 1: serial, without Ray)")
+    solve_.add_argument("--address", metavar="ADDR",
+                        help="Ray to attach to with --workers: auto (the running cluster), local (default: "
+                             "a private Ray on this machine, stopped afterwards) or HOST:PORT")
+    solve_.add_argument("--link-table", choices=("sharded", "coordinator"), default="sharded",
+                        help="where the dominance table lives with --workers: sharded over the workers "
+                             "(default) or on the coordinator")
+    solve_.add_argument("--snapshot-every", type=_POSITIVE, default=30.0, metavar="S",
+                        help="with --workers: snapshot every S s at least, to recover a lost worker (30)")
     solve_.set_defaults(run=_solve)
 
     template = sub.add_parser("template", help="recover the 2-slice template of an unrolled network")
@@ -227,9 +238,12 @@ def _solve(args: argparse.Namespace) -> int:
             order=args.order, addition=args.addition, key=args.link_key, use_bound=not args.no_bound,
             max_solutions=args.max_solutions or None,
             on_improvement=progress.improved, on_progress=progress.update,
+            workers=args.workers, address=args.address, link_table=args.link_table,
+            snapshot_every=args.snapshot_every,
         )
     finally:
         progress.close()
+    result.command = args.command
     status = 0 if result.proven_optimal else 3
     if args.output == "-":
         print(result.to_json())
@@ -300,8 +314,12 @@ class _Progress:
         self.calls += 1
         if not self.enabled or (not self.tty and self.calls % 10):
             return
-        line = (f"iterations {stats['iterations']:>10}  best {stats['best']:.1f}  open {stats['open']:>8}  "
-                f"{stats['rate']:.0f} it/s  {stats['elapsed']:.0f} s  {stats['memory_mb']:.0f} MiB")
+        best, lower = stats["best"], stats.get("lower_bound", math.nan)
+        gap = (best - lower) / best if best > 0 and math.isfinite(best) and math.isfinite(lower) else math.nan
+        workers = f"  {stats['workers']} workers" if "workers" in stats else ""
+        line = (f"iterations {stats['iterations']:>10}  best {best:.1f}  bound {lower:.1f}  gap {100 * gap:.2f}%  "
+                f"open {stats['open']:>8}{workers}  {stats['rate']:.0f} it/s  {stats['elapsed']:.0f} s  "
+                f"{stats['memory_mb']:.0f} MiB")
         if self.tty:  # one terminal line, rewritten in place: cut to the width, rest cleared
             width = shutil.get_terminal_size().columns
             print("\r\033[K" + line[: width - 1], end="", file=sys.stderr, flush=True)

@@ -93,6 +93,7 @@ class Problem:
         if key not in LINK_KEYS:
             raise ValueError(f"unknown link key {key!r}: choose one of {', '.join(LINK_KEYS)}")
         self.key = key
+        self.use_bound = lower_bound
         self.network = network
         self.graph = graph or network  # what cost contexts see: the whole network
         self.model = model

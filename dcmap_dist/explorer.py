@@ -234,3 +234,13 @@ class Explorer:
             "g_min": self.g_min,
             "rng": self.rng.getstate(),
         }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a :meth:`state` (the shard is restored by its owner)."""
+        self.queue = BranchQueue()
+        self.active = None
+        self.adopt(state["branches"])
+        self.dominated = set(state["dominated"])
+        self.iterations = state["iterations"]
+        self.g_min = state["g_min"]
+        self.rng.setstate(state["rng"])

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import math
 import resource
+import threading
 import time
 from dataclasses import dataclass
+
+# Set (by the command line's SIGINT and SIGTERM handlers) to stop every search cleanly:
+# searches stop with stop reason "interrupted", keeping the best mapping found.
+INTERRUPT = threading.Event()
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,9 @@ class Stopwatch:
         return self.limits.max_iterations is not None and iterations >= self.limits.max_iterations
 
     def resources_exceeded(self) -> str | None:
-        """The name of the time or memory limit reached, if any."""
+        """The name of the time or memory limit reached (or ``interrupted``), if any."""
+        if INTERRUPT.is_set():
+            return "interrupted"
         limits = self.limits
         self.peak_memory_mb = max(self.peak_memory_mb, memory_mb())
         if limits.time_limit is not None and self.elapsed() >= limits.time_limit:
@@ -90,6 +97,8 @@ class Stopwatch:
         """Inside a long inner loop: raise SearchInterrupted once a limit is reached
         (the clock at every call, memory every ``every`` calls)."""
         self.inner += 1
+        if INTERRUPT.is_set():
+            raise SearchInterrupted("interrupted")
         time_limit = self.limits.time_limit
         if time_limit is not None and time.perf_counter() - self.start >= time_limit:
             raise SearchInterrupted("time_limit")

@@ -56,11 +56,11 @@ def record_id(owner: int, serial: int) -> int:
 
 @dataclass(slots=True)
 class Entry:
-    """One key of the link table."""
+    """One key of the link table: its best cost and the record of that arrival. (A
+    record that a cheaper arrival replaced is in its owner's set of dominated records.)"""
 
     best: float
     record: int
-    dominated: bool = False
 
 
 class LinkShard:
@@ -88,13 +88,24 @@ class LinkShard:
                     entry.best = min(entry.best, cost)
                     return TIE, entry.record, None
                 return WORSE, entry.record, None
-            entry.dominated = True
             dominated = entry.record
         self._serial += 1
         record = record_id(self.owner, self._serial)
         self.entries[key] = Entry(cost, record)
         self.histories[record] = [(trail, iteration)]
         return (NEW if dominated is None else CHEAPER), record, dominated
+
+    def state(self) -> dict:
+        """Plain data from which :meth:`from_state` rebuilds this shard."""
+        return {"owner": self.owner, "serial": self._serial, "entries": self.entries, "histories": self.histories}
+
+    @classmethod
+    def from_state(cls, state: dict) -> LinkShard:
+        shard = cls(state["owner"])
+        shard._serial = state["serial"]
+        shard.entries = state["entries"]
+        shard.histories = state["histories"]
+        return shard
 
     def lookup(self, records: Iterable[int]) -> dict[int, list[History]]:
         """The histories of those of ``records`` this shard holds."""

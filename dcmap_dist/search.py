@@ -11,14 +11,15 @@ the tied histories that rebuild every optimal mapping are in
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .engine import Branch, Problem, within
 from .explorer import Explorer
 from .limits import Limits, SearchInterrupted, Stopwatch
-from .linking import History, LinkShard, gather_histories
+from .state import Resumption, SearchState, counters
+from .linking import Entry, History, LinkShard, gather_histories
 
 STEP_SECONDS = 0.25  # how often the serial loop pauses to report progress
 
@@ -40,6 +41,7 @@ class SearchOutcome:
     link_records: int = 0
     lower_bound: float = 0.0  # proven: no mapping costs less (the best cost once proven)
     histories: dict[int, list[History]] = field(default_factory=dict)
+    statistics: dict[str, Any] = field(default_factory=dict)  # the distributed search's figures
 
 
 def greedy_dive(problem: Problem, watch: Stopwatch | None = None, breadth: int = 256) -> Branch:
@@ -65,6 +67,16 @@ def incumbent(problem: Problem, watch: Stopwatch) -> Branch:
     return min(greedy_dive(problem, watch), problem.singletons(), key=lambda b: b.cost)
 
 
+class Saver(Protocol):
+    """Where a search sends its checkpoints (see :class:`checkpointing.Checkpointer`)."""
+
+    def due(self) -> bool:
+        """True when the checkpoint interval has passed."""
+
+    def save(self, parts: Iterable[SearchState], counters: dict[str, Any]) -> None:
+        """Write a checkpoint of the component being searched."""
+
+
 def dcmap_search(
     problem: Problem,
     alpha: float = 0.6,
@@ -72,14 +84,35 @@ def dcmap_search(
     limits: Limits | None = None,
     on_improvement: Callable[[float, int, float], None] | None = None,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
+    saver: Saver | None = None,
+    resume: Resumption | None = None,
 ) -> SearchOutcome:
-    """Run DCMAP serially on one connected problem (see the module docstring)."""
-    explorer = Explorer(problem, alpha, seed, LinkShard(owner=0))
+    """Run DCMAP serially on one connected problem (see the module docstring),
+    checkpointing to ``saver``, or continuing from ``resume``."""
     watch = Stopwatch(limits or Limits())
-    first = incumbent(problem, watch)
+    explorer = Explorer(problem, alpha, seed)
     explorer.watch = watch
-    explorer.improve(first.cost)
-    heard = 0
+    if resume is None:
+        explorer.shard = LinkShard(owner=0)
+        first = incumbent(problem, watch)
+        explorer.improve(first.cost)
+        root = problem.root()
+        explorer.active = explorer.offer(problem.link_key(root), root)
+        owner = 1
+    else:
+        first = resume.first
+        state = resume.state
+        explorer.shard = LinkShard(owner=resume.next_owner)
+        explorer.shard.entries, explorer.shard.histories = state.entries, state.histories
+        explorer.dominated = state.dominated
+        explorer.iterations = resume.iterations
+        explorer.time_offset = resume.elapsed
+        explorer.g_min = resume.g_min
+        explorer.improvements = list(resume.trace)
+        explorer.adopt(state.branches)
+        explorer.receive(state.arrivals)
+        owner = resume.next_owner + 1
+    heard = len(explorer.improvements) if resume else 0
 
     def report() -> None:
         nonlocal heard
@@ -88,30 +121,47 @@ def dcmap_search(
                 on_improvement(cost, iteration, seconds)
         heard = len(explorer.improvements)
 
-    root = problem.root()
-    explorer.active = explorer.offer(problem.link_key(root), root)
+    def save() -> None:
+        state = SearchState(explorer.open_branches(), [], explorer.shard.entries, explorer.shard.histories,
+                            explorer.dominated)
+        saver.save([state], counters(explorer.iterations, explorer.seconds(), explorer.g_min,
+                                     explorer.improvements, first, owner))
+
     while True:
         stop = explorer.step(watch, until=time.perf_counter() + STEP_SECONDS)
         report()
         if stop != "budget":
             break
         if on_progress and watch.progress_due():
-            on_progress(watch.progress(explorer.iterations, explorer.g_min, explorer.open_count()))
+            on_progress(progress(explorer, watch))
+        if saver is not None and saver.due():
+            save()
     proven = stop == "idle"
+    if saver is not None and not proven:
+        save()
     if on_progress:
-        on_progress(watch.progress(explorer.iterations, explorer.g_min, 0 if proven else explorer.open_count()))
-    return outcome(problem, explorer.shard, first, proven, "finished" if proven else stop,
+        on_progress(progress(explorer, watch))
+    shard = explorer.shard
+    return outcome(shard.entries.get(explorer.final_key), first, proven, "finished" if proven else stop,
                    explorer.iterations, explorer.improvements, explorer.least_bound(), watch.peak_memory_mb,
-                   lambda records: explorer.shard.lookup(records))
+                   shard.lookup, len(shard.entries))
 
 
-def outcome(problem: Problem, final_shard: LinkShard | None, first: Branch, proven: bool, stop_reason: str,
-            iterations: int, improvements: list[tuple[int, float, float]], open_bound: float,
-            peak_memory_mb: float, fetch: Callable, link_records: int | None = None) -> SearchOutcome:
-    """The outcome of a DCMAP search from its final link record (held by
-    ``final_shard``), its incumbent ``first`` and the least bound of its open branches."""
+def progress(explorer: Explorer, watch: Stopwatch) -> dict[str, Any]:
+    """The figures of a progress report: iterations, best cost, lower bound, open
+    branches, rate, elapsed seconds, memory."""
+    stats = watch.progress(explorer.iterations, explorer.g_min, explorer.open_count())
+    stats["lower_bound"] = min(explorer.g_min, explorer.least_bound())
+    return stats
+
+
+def outcome(final: Entry | None, first: Branch, proven: bool, stop_reason: str, iterations: int,
+            improvements: list[tuple[int, float, float]], open_bound: float, peak_memory_mb: float,
+            fetch: Callable[[set[int]], dict[int, list[History]]], link_records: int,
+            statistics: dict[str, Any] | None = None) -> SearchOutcome:
+    """The outcome of a DCMAP search from its final link table entry, its incumbent
+    ``first`` and the least bound of its open branches; ``fetch`` finds histories."""
     trails: list[tuple[Any, float, int]] = []
-    final = final_shard.entries.get((problem.topo.l_max, (), ())) if final_shard is not None else None
     if final is not None:
         trails.append(((final.record,), final.best, 0))
     # once proven, every optimal mapping (the incumbent's too, if optimal) is in the final record
@@ -120,7 +170,5 @@ def outcome(problem: Problem, final_shard: LinkShard | None, first: Branch, prov
     best = min(cost for _, cost, _ in trails)
     lower_bound = best if proven else min(best, open_bound)
     histories = gather_histories([t for t, _, _ in trails], fetch)
-    trace = [(iteration, seconds, cost) for iteration, seconds, cost in improvements]
-    records = link_records if link_records is not None else len(final_shard.entries) if final_shard else 0
-    return SearchOutcome(best, trails, proven, stop_reason, iterations, trace, peak_memory_mb,
-                         records, lower_bound, histories)
+    return SearchOutcome(best, trails, proven, stop_reason, iterations, list(improvements), peak_memory_mb,
+                         link_records, lower_bound, histories, statistics or {})

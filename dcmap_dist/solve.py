@@ -6,19 +6,28 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import platform
 import time
+from datetime import datetime, timezone
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
+import networkx
+import numpy
+
+from . import __version__
 from .baselines import bfs_search, brute_force
 from .cost import CostModel, load_cost, model_params
 from .engine import Problem, joins_to_clusters, within
 from .limits import Limits
+from .loading import load_network
 from .linking import trail_count, trail_joins
 from .mappings import check_scheme, mapping_names
 from .network import Network
-from .search import SearchOutcome, dcmap_search
+from .search import Saver, SearchOutcome, dcmap_search
+from .state import Resumption
 
 METHODS = ("dcmap", "bfs", "brute")
 
@@ -58,8 +67,13 @@ class SolveResult:
     seed: int
     link_key: str
     use_bound: bool
+    workers: int
+    link_table: str | None
     peak_memory_mb: float
     components: list[dict[str, Any]] = field(default_factory=list)
+    started_at: str = ""  # reproducibility: when (UTC), with what, and how (the CLI's command)
+    environment: dict[str, str] = field(default_factory=dict)
+    command: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data; a cost that was never found (breadth-first search stopped before
@@ -78,7 +92,7 @@ class SolveResult:
 
 
 def solve(
-    network: Network,
+    network: Network | Any,
     cost: str | CostModel | Callable = "dcmap",
     scheme: str = "merge",
     method: str = "dcmap",
@@ -94,8 +108,16 @@ def solve(
     key: str = "lean",
     use_bound: bool = True,
     max_solutions: int | None = 10_000,
+    workers: int = 1,
+    address: str | None = None,
+    link_table: str = "sharded",
+    snapshot_every: float | None = 30.0,
+    checkpoint: str | Path | None = None,
+    checkpoint_every: float | None = None,
+    resume: str | Path | None = None,
 ) -> SolveResult:
-    """Find every optimal cluster mapping of ``network``.
+    """Find every optimal cluster mapping of ``network`` (a Network, or anything
+    :func:`~dcmap_dist.loading.load_network` loads: a path, a bundled example's name, ...).
 
     ``cost`` is ``"dcmap"`` (with ``order`` and ``addition``), ``"module:name"``, a
     cost model or a callable (see :mod:`dcmap_dist.cost`). ``method`` is ``dcmap``,
@@ -108,14 +130,51 @@ def solve(
     Optimal mappings can be astronomically many when costs tie: ``solution_count``
     always counts them all, and ``solutions`` lists at most ``max_solutions`` of
     them (None: all); ``solutions_complete`` says whether the list is whole.
+
+    ``workers`` > 1 runs DCMAP on that many Ray worker actors (see
+    :mod:`dcmap_dist.distributed`), attached with ``ray.init(address=address)``
+    (``"local"`` when None starts a private Ray and stops it afterwards; an already
+    connected Ray is used as it is). ``link_table`` places the dominance table
+    (``sharded`` over the workers, or on the ``coordinator``); ``snapshot_every``
+    is the least interval in seconds between the snapshots from which a lost worker
+    is recovered (None: no snapshots, a lost worker fails the search). The result is
+    the serial search's: same optimum, same optimal partitions, same count.
+
+    ``checkpoint`` names a folder where the search's state is written as Arrow
+    tables every ``checkpoint_every`` seconds (default 600), when a limit or an
+    interrupt stops it, and at the end. ``resume`` continues a checkpointed search
+    from that folder, on any number of workers and with new limits (which count
+    from the resumption); ``network`` may then be None (the checkpoint holds it),
+    and the search keeps checkpointing to the same folder unless ``checkpoint``
+    says otherwise. A checkpoint of another network, cost model or settings is
+    refused with an error naming what differs.
     """
+    resumed = None
+    if resume is not None:
+        from .checkpointing import Resume  # imports pyarrow
+
+        resumed = Resume(Path(resume))
+        if network is None:
+            network = resumed.network
+        checkpoint = checkpoint if checkpoint is not None else resume
+    network = load_network(network)
     if max_solutions is not None and max_solutions < 1:
         raise ValueError(f"max_solutions must be a positive integer or None, got {max_solutions!r}")
     check_scheme(scheme)
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
+    if not (isinstance(workers, int) and workers >= 1):
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
     model = load_cost(cost, order=order, addition=addition)
-    start = time.perf_counter()
+    identity = {"scheme": scheme, "link_key": key, "use_bound": use_bound, "alpha": alpha, "seed": seed}
+    checkpointer = None
+    if checkpoint is not None:
+        if method != "dcmap":
+            raise ValueError(f"checkpoints are written by the dcmap method only, not {method}")
+        from .checkpointing import CHECKPOINT_EVERY, Checkpointer  # imports pyarrow
+
+        checkpointer = Checkpointer(Path(checkpoint), checkpoint_every or CHECKPOINT_EVERY, network, model, identity)
+    start = session = time.perf_counter()  # start moves back by the time before a resumption
     problems = [Problem(part, model, scheme, graph=network, key=key, lower_bound=use_bound)
                 for part in network.components()]
     # until a component is searched, its greedy mapping stands in for the anytime total
@@ -123,54 +182,119 @@ def solve(
     outcomes: list[SearchOutcome] = []
     trace: list[dict[str, float]] = []
     offset = 0
-    for k, problem in enumerate(problems):
-        limits = _remaining(time_limit, max_iterations, memory_limit_mb, start, offset)
+    before = 0  # iterations done before a resumption (limits count from it)
+    in_progress = None
+    if resumed is not None:
+        resumed.check(network, model, {name: identity[name] for name in ("scheme", "link_key", "use_bound")})
+        outcomes = resumed.finished()
+        in_progress = resumed.in_progress()
+        trace = list(resumed.metadata["solve_trace"])
+        start -= resumed.metadata["solve_elapsed"]
+        for k, done in enumerate(outcomes):
+            standing[k] = done.best_cost
+            offset += done.iterations
+        before = offset
+        if in_progress is not None:
+            standing[len(outcomes)] = in_progress.g_min
+            before += in_progress.iterations
+        if checkpointer is not None:
+            checkpointer.adopt(resumed)
+    if checkpointer is not None:
+        checkpointer.solve_trace = trace
+        checkpointer.start = start
+    runner = _Runner(method, alpha, seed, workers, address, link_table, snapshot_every)
+    try:
+        for k, problem in enumerate(problems):
+            if k < len(outcomes):  # finished before the checkpoint was written
+                continue
+            resumed_at = in_progress.iterations if in_progress else 0
+            limits = _remaining(time_limit, max_iterations, memory_limit_mb, session,
+                                offset + resumed_at - before, resumed_at)
 
-        def improved(value: float, iteration: int, _seconds: float, k: int = k, offset: int = offset) -> None:
-            standing[k] = value
-            total = sum(standing)
-            if math.isnan(total):
-                return
-            seconds = time.perf_counter() - start
-            trace.append({"iteration": offset + iteration, "seconds": seconds, "cost": total})
-            if on_improvement:
-                on_improvement(total, offset + iteration, seconds)
+            def improved(value: float, iteration: int, _seconds: float, k: int = k, offset: int = offset) -> None:
+                standing[k] = value
+                total = sum(standing)
+                if math.isnan(total):
+                    return
+                seconds = time.perf_counter() - start
+                trace.append({"iteration": offset + iteration, "seconds": seconds, "cost": total})
+                if on_improvement:
+                    on_improvement(total, offset + iteration, seconds)
 
-        if isinstance(limits, str):  # the budget is spent: keep the all-singletons mapping
-            fallback = problem.singletons()
-            outcomes.append(SearchOutcome(fallback.cost, [((None,), fallback.cost, 0)], False, limits, 0,
-                                          lower_bound=problem.score(problem.root()).bound))
-            continue
-        outcome = _run(problem, method, alpha, seed, limits, improved, on_progress)
-        outcomes.append(outcome)
-        offset += outcome.iterations
+            if isinstance(limits, str):  # the budget is spent: keep the all-singletons mapping
+                fallback = problem.singletons()
+                outcomes.append(SearchOutcome(fallback.cost, [((None,), fallback.cost, 0)], False, limits, 0,
+                                              lower_bound=problem.score(problem.root()).bound))
+                continue
+            outcome = runner.run(problem, limits, improved, on_progress, checkpointer, in_progress)
+            in_progress = None
+            outcomes.append(outcome)
+            offset += outcome.iterations
+            if checkpointer is not None:
+                if not outcome.proven:  # its checkpoint was written when it stopped
+                    checkpointer = None
+                    continue
+                checkpointer.finish_component(outcome)
+        if checkpointer is not None:
+            checkpointer.save([], None)
+    finally:
+        runner.close()
     settings = {"scheme": scheme, "method": method, "alpha": alpha, "seed": seed,
-                "link_key": key, "use_bound": use_bound}
+                "link_key": key, "use_bound": use_bound, "workers": runner.workers,
+                "link_table": link_table if runner.workers > 1 else None}
     return _combine(network, model, settings, problems, outcomes, trace, start, max_solutions)
 
 
-def _remaining(time_limit, max_iterations, memory_limit_mb, start, used) -> Limits | str:
-    """The limits left for the next component, or the name of the one used up."""
+def _remaining(time_limit, max_iterations, memory_limit_mb, start, used, resumed_at: int = 0) -> Limits | str:
+    """The limits left for the next component, or the name of the one used up. A
+    component resumed at ``resumed_at`` iterations counts its iterations from there."""
     left_time = None if time_limit is None else time_limit - (time.perf_counter() - start)
     left_iterations = None if max_iterations is None else max_iterations - used
     if left_time is not None and left_time <= 0:
         return "time_limit"
     if left_iterations is not None and left_iterations <= 0:
         return "max_iterations"
-    return Limits(left_time, left_iterations, memory_limit_mb)
+    return Limits(left_time, None if left_iterations is None else left_iterations + resumed_at, memory_limit_mb)
 
 
-def _run(problem: Problem, method: str, alpha: float, seed: int, limits: Limits,
-         improved: Callable, on_progress: Callable | None) -> SearchOutcome:
-    if method == "dcmap":
-        return dcmap_search(problem, alpha, seed, limits, improved, on_progress)
-    if method == "bfs":
-        return bfs_search(problem, limits, improved, on_progress)
-    found = brute_force(problem, limits)
-    best = min(c for _, c, _ in found)
-    improved(best, len(found), 0.0)
-    keep = [(clusters, c, i) for clusters, c, i in found if within(c, best)]
-    return SearchOutcome(best, keep, True, "finished", len(found), lower_bound=best)
+class _Runner:
+    """Runs the chosen method on one component at a time: serially, or for DCMAP on
+    ``workers`` Ray workers (Ray is imported only then)."""
+
+    def __init__(self, method: str, alpha: float, seed: int, workers: int, address: str | None,
+                 link_table: str, snapshot_every: float | None) -> None:
+        self.method, self.alpha, self.seed = method, alpha, seed
+        self.workers = workers if method == "dcmap" else 1
+        self.settings = {"alpha": alpha, "seed": seed, "link_table": link_table, "snapshot_every": snapshot_every}
+        self.started_ray = False
+        if self.workers > 1:
+            from . import distributed  # imports Ray
+
+            if link_table not in distributed.LINK_TABLES:
+                raise ValueError(f"unknown link table {link_table!r}: choose one of "
+                                 f"{', '.join(distributed.LINK_TABLES)}")
+            self.distributed = distributed
+            self.started_ray = distributed.connect(address)
+
+    def run(self, problem: Problem, limits: Limits, improved: Callable, on_progress: Callable | None,
+            saver: Saver | None = None, resume: Resumption | None = None) -> SearchOutcome:
+        if self.method == "dcmap" and self.workers > 1:
+            return self.distributed.distributed_search(problem, self.workers, self.settings, limits,
+                                                       improved, on_progress, saver, resume)
+        if self.method == "dcmap":
+            return dcmap_search(problem, self.alpha, self.seed, limits, improved, on_progress, saver, resume)
+        if self.method == "bfs":
+            return bfs_search(problem, limits, improved, on_progress)
+        found = brute_force(problem, limits)
+        best = min(c for _, c, _ in found)
+        improved(best, len(found), 0.0)
+        keep = [(clusters, c, i) for clusters, c, i in found if within(c, best)]
+        return SearchOutcome(best, keep, True, "finished", len(found), lower_bound=best)
+
+    def close(self) -> None:
+        """Stop the Ray this runner started, if any."""
+        if self.started_ray:
+            self.distributed.disconnect()
 
 
 def _mappings(problem: Problem, method: str, outcome: SearchOutcome,
@@ -217,6 +341,7 @@ def _combine(network, model, settings, problems, outcomes, trace, start, max_sol
             "proven_optimal": outcome.proven, "iterations": outcome.iterations,
             "solutions": count, "stop_reason": outcome.stop_reason,
             "link_records": outcome.link_records,
+            **({"distributed": outcome.statistics} if outcome.statistics else {}),
         })
         offset += outcome.iterations
     solutions = []
@@ -250,5 +375,14 @@ def _combine(network, model, settings, problems, outcomes, trace, start, max_sol
         stop_reason=stops[0] if stops else "finished",
         peak_memory_mb=max((o.peak_memory_mb for o in outcomes), default=0.0),
         components=per_component,
+        started_at=datetime.fromtimestamp(time.time() - (time.perf_counter() - start), timezone.utc)
+        .isoformat(timespec="seconds"),
+        environment=_environment(),
         **settings,
     )
+
+
+def _environment() -> dict[str, str]:
+    """The versions a result was computed with."""
+    return {"dcmap_dist": __version__, "python": platform.python_version(), "platform": platform.platform(),
+            "numpy": numpy.__version__, "networkx": networkx.__version__}

@@ -1,0 +1,611 @@
+"""The distributed DCMAP search on Ray: one coordinator actor and W worker actors.
+
+Every worker runs the serial loop (:class:`explorer.Explorer`) on its own open
+branches, in steps of about :data:`STEP_SECONDS`. The search advances in rounds:
+the coordinator calls every worker's ``step`` at once, handing it the batches of
+completions addressed to it in the last round, the global ``G_min`` and the
+dominance notices; each step returns its statistics and its outgoing batches
+(pickled, one Ray object per destination, passed on by reference so the
+coordinator never unpacks them). Placement of the link table (``link_table``):
+
+* ``sharded`` (default): worker ``i`` owns the keys that :func:`linking.route`
+  sends to ``i``; it settles every arrival at them and keeps the branches that go
+  on. Dominance is then always decided, and checked, where the branch lives.
+* ``coordinator``: the coordinator owns the whole table (the product brief's
+  design). Workers send it every completion; it settles them, deals the survivors
+  out to the workers, cheapest first, and broadcasts dominated records.
+
+Termination: a round after which no worker holds an open branch and nothing was
+sent (and the coordinator's pool is empty) ends the search, proven; nothing can
+be in flight, since every batch is delivered in the next round.
+
+A lost worker loses nothing: the coordinator keeps a consistent snapshot of
+every worker's state (taken between rounds, when the batches in flight are its
+own objects) and, if a worker dies, starts a fresh one and rolls every worker
+back to the snapshot. The work since the snapshot is redone.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+import ray.cloudpickle
+
+from .cost import CostModel
+from .engine import Branch, Problem, within
+from .explorer import Explorer
+from .limits import INTERRUPT, Limits, Stopwatch
+from .linking import Entry, LinkShard, route
+from .network import Network
+from .search import Saver, SearchOutcome, incumbent, outcome
+from .state import Resumption, SearchState, counters
+
+LINK_TABLES = ("sharded", "coordinator")
+STEP_SECONDS = 0.03  # a worker's share of one round
+SNAPSHOT_EVERY = 30.0  # seconds between snapshots at least (see Coordinator._snapshot_due)
+PROGRESS_SECONDS = 1.0  # how often the driver hears from the coordinator
+# the figures a distributed search reports (in the result's components)
+STATISTICS = ("workers", "link_table", "rounds", "elapsed", "worker_busy", "coordinator_busy", "sent", "received",
+              "bytes", "snapshots", "snapshot_seconds", "recoveries")
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """What a worker needs to rebuild the problem: plain, picklable data."""
+
+    network: Network  # the connected component searched
+    graph: Network  # the whole network (cost contexts see it)
+    model: CostModel
+    scheme: str
+    key: str
+    use_bound: bool
+
+    def problem(self) -> Problem:
+        return Problem(self.network, self.model, self.scheme, graph=self.graph, key=self.key,
+                       lower_bound=self.use_bound)
+
+
+class Worker:
+    """One worker actor: an :class:`Explorer` over its own branches, and its shard of
+    the link table when the table is sharded."""
+
+    def __init__(self) -> None:
+        self.explorer: Explorer | None = None
+        self.busy = 0.0
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def load(self, spec: SearchSpec, alpha: float, seed: int, index: int, shards: int, owner: int) -> None:
+        """Start a new search: ``shards`` > 0 means this worker owns shard ``index``."""
+        shard = LinkShard(owner) if shards else None
+        self.explorer = Explorer(spec.problem(), alpha, seed + index, shard, index, max(shards, 1))
+        self.busy = 0.0
+
+    def step(self, control: dict[str, Any], *batches: bytes) -> list[Any]:
+        """Take the arrivals and orders of ``control``, run the loop for one round,
+        return ``[statistics, batch for worker 0, batch for worker 1, ...]``."""
+        start = time.perf_counter()
+        explorer = self.explorer
+        explorer.g_min = min(explorer.g_min, control["g_min"])
+        explorer.dominated.update(control["notices"])
+        explorer.iteration_offset = control["iterations"] - explorer.iterations
+        explorer.time_offset = control["elapsed"]
+        watch = Stopwatch(Limits(control["time_left"], None, control["memory_limit_mb"]))
+        explorer.watch = watch
+        explorer.adopt(control["branches"])
+        received = 0
+        for batch in batches:
+            arrivals = pickle.loads(batch)
+            received += len(arrivals)
+            explorer.receive(arrivals)
+        before = explorer.iterations
+        stop = explorer.step(watch, until=start + control["seconds"], max_iterations=control["max_iterations"])
+        lower = explorer.least_bound()
+        outbox = explorer.take_outbox()
+        out = [pickle.dumps(outbox.get(j, []), protocol=5) if outbox.get(j) else b""
+               for j in range(control["destinations"])]
+        improvements, explorer.improvements = explorer.improvements, []
+        notices, explorer.notices = explorer.notices, []
+        self.busy += time.perf_counter() - start
+        stats = {
+            "stop": stop, "iterations": explorer.iterations, "expanded": explorer.iterations - before,
+            "open": explorer.open_count(), "least_bound": lower, "g_min": explorer.g_min,
+            "improvements": improvements, "notices": notices, "received": received,
+            "sent": [len(outbox.get(j, ())) for j in range(control["destinations"])],
+            "bytes": sum(len(b) for b in out), "busy": self.busy, "memory_mb": watch.peak_memory_mb,
+        }
+        return [stats, *out]
+
+    def state(self) -> tuple[bool, dict[str, Any]]:
+        """This worker's share of a consistent cut (taken between rounds), behind a flag
+        (called with two returns, so the caller can wait on the flag alone)."""
+        state = self.explorer.state()
+        state["shard"] = self.explorer.shard.state() if self.explorer.shard is not None else None
+        state["busy"] = self.busy
+        return True, state
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a state returned by :meth:`state` (after :meth:`load`)."""
+        explorer = self.explorer
+        explorer.restore(state)
+        if state["shard"] is not None:
+            explorer.shard = LinkShard.from_state(state["shard"])
+        self.busy = state["busy"]
+
+    def take_part(self, part: SearchState) -> None:
+        """Take this worker's part of a resumed search (after :meth:`load`)."""
+        explorer = self.explorer
+        if explorer.shard is not None:
+            explorer.shard.entries, explorer.shard.histories = part.entries, part.histories
+        explorer.dominated = part.dominated
+        explorer.adopt(part.branches)
+
+    def lookup(self, records: set[int]) -> dict[int, list]:
+        return self.explorer.shard.lookup(records) if self.explorer.shard is not None else {}
+
+    def final_entry(self) -> Entry | None:
+        shard = self.explorer.shard
+        return shard.entries.get(self.explorer.final_key) if shard is not None else None
+
+    def link_records(self) -> int:
+        return len(self.explorer.shard.entries) if self.explorer.shard is not None else 0
+
+
+class Coordinator:
+    """The coordinator actor: owns the workers, ``G_min``, the counters, the trace,
+    termination, the snapshots and (``link_table="coordinator"``) the link table."""
+
+    def __init__(self, workers: int, cpus_per_worker: float) -> None:
+        self.size = workers
+        self.cpus = cpus_per_worker
+        self.run = uuid.uuid4().hex[:8]
+        self.spawned = 0
+        self.workers = [self._spawn() for _ in range(workers)]
+
+    def _spawn(self) -> Any:
+        self.spawned += 1
+        actor = ray.remote(Worker).options(
+            num_cpus=self.cpus, max_restarts=0, name=f"dcmap-worker-{self.run}-{self.spawned}",
+            namespace="dcmap", scheduling_strategy="SPREAD")
+        return actor.remote()
+
+    def pids(self) -> list[int]:
+        return ray.get([w.pid.remote() for w in self.workers])
+
+    # -- one search -------------------------------------------------------------
+    def begin(self, spec: SearchSpec, settings: dict[str, Any], limits: Limits, g_min: float,
+              resume: Resumption | None = None) -> None:
+        """Load a search into every worker and seed it with the root, or with the
+        state it was checkpointed in (``resume``)."""
+        self.spec = spec
+        self.settings = settings
+        self.limits = limits
+        self.sharded = settings["link_table"] == "sharded"
+        self.problem = spec.problem()
+        self.clock = time.perf_counter()
+        self.before = resume.elapsed if resume else 0.0  # seconds searched before a resumption
+        self.owners = resume.next_owner if resume else 1  # owner numbers of link shards
+        self.table = Explorer(self.problem, 0.0, 0, None if self.sharded else LinkShard(self.owners))
+        self.owners += 1
+        self.table.g_min = g_min
+        self.totals = {"rounds": 0, "received": 0, "sent": 0, "bytes": 0, "coordinator_busy": 0.0,
+                       "snapshots": 0, "snapshot_seconds": 0.0, "recoveries": 0}
+        self.iterations = resume.iterations if resume else 0
+        self.trace: list[tuple[int, float, float]] = list(resume.trace) if resume else []
+        self.stats: list[dict[str, Any]] = []
+        self.stop: str | None = None
+        self.peak_memory = 0.0
+        self.inbox: list[list[Any]] = [[] for _ in range(self.size)]
+        self.notices: list[int] = []
+        self._load_workers()
+        if resume is None:
+            root = self.problem.root()
+            self._deliver([(self.problem.link_key(root), root)])
+        else:
+            self._distribute(resume.state)
+        self.snapshot = None
+        self.next_snapshot = 0.0
+        if settings["snapshot_every"] is not None:
+            self._take_snapshot()
+
+    def _deliver(self, arrivals: list[tuple[tuple, Branch]]) -> None:
+        """Send completions to the owners of their keys (settled in the next round)."""
+        if not self.sharded:
+            self.table.receive(arrivals)
+            return
+        batches: dict[int, list] = {}
+        for key, branch in arrivals:
+            batches.setdefault(route(key, self.size), []).append((key, branch))
+        for owner, batch in batches.items():
+            self.inbox[owner].append(pickle.dumps(batch, protocol=5))
+
+    def _distribute(self, state: SearchState) -> None:
+        """Share a resumed state among the workers: each key to its owner, each branch to
+        the owner of its last link's key (where its dominance is decided), arrivals to
+        be settled in the first round. With the table on the coordinator, it keeps the
+        table and deals the branches out."""
+        self._deliver(state.arrivals)
+        if not self.sharded:
+            self.table.shard.entries, self.table.shard.histories = state.entries, state.histories
+            self.table.dominated = state.dominated
+            self.table.adopt(state.branches)
+            return
+        parts = [SearchState(dominated=state.dominated) for _ in range(self.size)]
+        holder = {}
+        for key, entry in state.entries.items():
+            holder[entry.record] = owner = route(key, self.size)
+            parts[owner].entries[key] = entry
+        for record, histories in state.histories.items():
+            parts[holder.get(record, record % self.size)].histories[record] = histories
+        for k, branch in enumerate(state.branches):
+            parts[holder.get(branch.link, k % self.size)].branches.append(branch)
+        ray.get([w.take_part.remote(part) for w, part in zip(self.workers, parts)])
+
+    def _load_workers(self) -> None:
+        shards = self.size if self.sharded else 0
+        loads = []
+        for i, w in enumerate(self.workers):
+            loads.append(w.load.remote(self.spec, self.settings["alpha"], self.settings["seed"], i, shards,
+                                       self.owners))
+            self.owners += 1
+        ray.get(loads)
+
+    def elapsed(self) -> float:
+        """Seconds of search, those before a resumption included."""
+        return self.before + time.perf_counter() - self.clock
+
+    def halt(self, reason: str) -> None:
+        """Stop the search (e.g. ``interrupted``) before the next round."""
+        self.stop = self.stop or reason
+
+    def cut(self) -> dict[str, Any]:
+        """A fresh consistent cut for a checkpoint: the snapshot's parts (Ray references
+        to each worker's state and to the batches in flight) and the counters."""
+        self._take_snapshot()
+        snap = self.snapshot
+        return {"workers": [state for state in snap["workers"]], "inbox": [ref for refs in snap["inbox"]
+                                                                         for ref in refs],
+                "table": snap["table"], "iterations": self.iterations, "elapsed": self.elapsed(),
+                "g_min": self.table.g_min, "trace": list(self.trace), "next_owner": self.owners}
+
+    def advance(self, seconds: float) -> dict[str, Any]:
+        """Run rounds for about ``seconds``; the progress figures (``done`` at the end)."""
+        until = time.perf_counter() + seconds
+        while self.stop is None and time.perf_counter() < until:
+            reason = self._limit_reached()
+            if reason:
+                self.stop = reason
+                break
+            try:
+                self._round()
+                if self.stop is None and self._snapshot_due():
+                    self._take_snapshot()
+            except ray.exceptions.RayActorError:
+                self._recover()
+        return self.progress()
+
+    def _limit_reached(self) -> str | None:
+        limits = self.limits
+        if limits.time_limit is not None and time.perf_counter() - self.clock >= limits.time_limit:
+            return "time_limit"
+        if limits.max_iterations is not None and self.iterations >= limits.max_iterations:
+            return "max_iterations"
+        return None
+
+    def _round(self) -> None:
+        busy = time.perf_counter()
+        destinations = self.size if self.sharded else 1
+        hand_out = self._deal()
+        caps = self._iteration_caps()
+        session = time.perf_counter() - self.clock
+        time_left = None if self.limits.time_limit is None else max(1e-3, self.limits.time_limit - session)
+        calls = []
+        for i, w in enumerate(self.workers):
+            control = {
+                "g_min": self.table.g_min, "notices": self.notices, "branches": hand_out[i],
+                "iterations": self.iterations, "elapsed": self.elapsed(), "seconds": STEP_SECONDS,
+                "time_left": time_left, "memory_limit_mb": self.limits.memory_limit_mb,
+                "max_iterations": caps[i], "destinations": destinations,
+            }
+            calls.append(w.step.options(num_returns=1 + destinations).remote(control, *self.inbox[i]))
+        self.notices = []
+        self.totals["coordinator_busy"] += time.perf_counter() - busy
+        stats = ray.get([refs[0] for refs in calls])
+        busy = time.perf_counter()
+        self.stats = stats
+        self.totals["rounds"] += 1
+        inbox: list[list[Any]] = [[] for _ in range(self.size)]
+        arrivals = []
+        for i, (refs, s) in enumerate(zip(calls, stats)):
+            self.iterations += s["expanded"]
+            self.trace.extend(s["improvements"])
+            self.table.g_min = min(self.table.g_min, s["g_min"])
+            self.notices.extend(s["notices"])
+            self.totals["received"] += s["received"]
+            self.totals["sent"] += sum(s["sent"])
+            self.totals["bytes"] += s["bytes"]
+            self.peak_memory = max(self.peak_memory, s["memory_mb"])
+            for j, count in enumerate(s["sent"]):
+                if count:
+                    if self.sharded:
+                        inbox[j].append(refs[1 + j])
+                    else:
+                        arrivals.append(refs[1 + j])
+            if s["stop"] not in ("idle", "budget", "max_iterations"):
+                self.stop = s["stop"]
+        self.table.iteration_offset = self.iterations
+        self.table.time_offset = self.elapsed()
+        for batch in ray.get(arrivals):
+            self.table.receive(pickle.loads(batch))
+        self.trace.extend(self.table.improvements)
+        self.table.improvements = []
+        self.notices.extend(self.table.notices)
+        self.table.notices = []
+        self.inbox = inbox
+        self.totals["coordinator_busy"] += time.perf_counter() - busy
+        if self.stop is None and self._finished():
+            self.stop = "finished"
+
+    def _finished(self) -> bool:
+        return (all(s["open"] == 0 and not any(s["sent"]) for s in self.stats)
+                and self.table.open_count() == 0 and not any(self.inbox))
+
+    def _deal(self) -> list[list[Branch]]:
+        """The coordinator's surviving branches, cheapest first, dealt to the workers
+        holding the fewest open branches first (coordinator placement only)."""
+        hands: list[list[Branch]] = [[] for _ in range(self.size)]
+        if self.table.open_count() == 0:
+            return hands
+        loads = [s["open"] for s in self.stats] if self.stats else [0] * self.size
+        order = sorted(range(self.size), key=loads.__getitem__)
+        k = 0
+        while (branch := self.table.queue.pop(True)) is not None:
+            if within(branch.bound, self.table.g_min) and branch.link not in self.table.dominated:
+                hands[order[k % self.size]].append(branch)
+                k += 1
+        return hands
+
+    def _iteration_caps(self) -> list[int | None]:
+        """Per-worker iteration limits for this round, so the total never passes the limit."""
+        if self.limits.max_iterations is None:
+            return [None] * self.size
+        left = max(0, self.limits.max_iterations - self.iterations)
+        done = [s["iterations"] for s in self.stats] if self.stats else [0] * self.size
+        return [done[i] + left // self.size + (1 if i < left % self.size else 0) for i in range(self.size)]
+
+    # -- snapshots and recovery ---------------------------------------------------
+    def _snapshot_due(self) -> bool:
+        return self.settings["snapshot_every"] is not None and self.elapsed() >= self.next_snapshot
+
+    def _take_snapshot(self) -> None:
+        """A consistent cut: every worker's state, the batches in flight, the coordinator's own."""
+        start = time.perf_counter()
+        calls = [w.state.options(num_returns=2).remote() for w in self.workers]
+        ray.get([flag for flag, _ in calls])  # raises here if a worker died while saving
+        states = [state for _, state in calls]
+        self.snapshot = {
+            "workers": states, "inbox": [list(x) for x in self.inbox], "notices": list(self.notices),
+            "table": pickle.dumps(self._table_state(), protocol=5), "iterations": self.iterations,
+            "trace": list(self.trace), "stats": list(self.stats), "totals": dict(self.totals),
+        }
+        took = time.perf_counter() - start
+        self.totals["snapshots"] += 1
+        self.totals["snapshot_seconds"] += took
+        every = self.settings["snapshot_every"] or SNAPSHOT_EVERY
+        self.next_snapshot = self.elapsed() + max(every, 20 * took)
+
+    def _table_state(self) -> dict[str, Any]:
+        state = {"g_min": self.table.g_min, "branches": self.table.open_branches(),
+                 "dominated": set(self.table.dominated)}
+        state["shard"] = self.table.shard.state() if self.table.shard is not None else None
+        return state
+
+    def _recover(self) -> None:
+        """A worker died: replace every dead worker and roll all of them back to the snapshot."""
+        if self.snapshot is None:
+            raise RuntimeError("a worker died and no snapshot was taken (snapshots are off), so the search "
+                               "cannot go on exactly")
+        alive = []
+        for w in self.workers:
+            try:
+                ray.get(w.pid.remote(), timeout=30)
+                alive.append(w)
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                ray.kill(w, no_restart=True)
+                alive.append(self._spawn())
+        self.workers = alive
+        snap = self.snapshot
+        self._load_workers()
+        ray.get([w.restore.remote(state) for w, state in zip(self.workers, snap["workers"])])
+        table = pickle.loads(snap["table"])
+        self.table = Explorer(self.problem, 0.0, 0, None)
+        self.table.g_min = table["g_min"]
+        self.table.dominated = table["dominated"]
+        self.table.adopt(table["branches"])
+        if table["shard"] is not None:
+            self.table.shard = LinkShard.from_state(table["shard"])
+        self.inbox = [list(x) for x in snap["inbox"]]
+        self.notices = list(snap["notices"])
+        self.iterations = snap["iterations"]
+        self.trace = list(snap["trace"])
+        self.stats = list(snap["stats"])
+        recoveries = self.totals["recoveries"] + 1
+        self.totals = dict(snap["totals"], recoveries=recoveries)
+
+    # -- reports --------------------------------------------------------------------
+    def least_bound(self) -> float:
+        bounds = [s["least_bound"] for s in self.stats] + [self.table.least_bound(), self.table.g_min]
+        return min(bounds)
+
+    def progress(self) -> dict[str, Any]:
+        elapsed = self.elapsed()
+        return {
+            "done": self.stop is not None, "iterations": self.iterations, "best": self.table.g_min,
+            "lower_bound": self.least_bound(),
+            "open": sum(s["open"] for s in self.stats) + self.table.open_count(),
+            "workers": len(self.workers), "elapsed": elapsed,
+            "rate": self.iterations / elapsed if elapsed > 0 else 0.0, "memory_mb": self.peak_memory,
+            "trace": list(self.trace),
+        }
+
+    def finish(self) -> dict[str, Any]:
+        """The search's results: the final link entry and every history it reaches."""
+        if self.sharded:
+            finals = [e for e in ray.get([w.final_entry.remote() for w in self.workers]) if e is not None]
+            records = sum(ray.get([w.link_records.remote() for w in self.workers]))
+        else:
+            found = self.table.shard.entries.get(self.table.final_key)
+            finals = [found] if found is not None else []
+            records = len(self.table.shard.entries)
+        busy = [s["busy"] for s in self.stats]
+        return {
+            "stop": self.stop, "iterations": self.iterations, "trace": list(self.trace),
+            "final": finals[0] if finals else None, "lower_bound": self.least_bound(),
+            "memory_mb": self.peak_memory, "link_records": records,
+            "elapsed": self.elapsed(), "worker_busy": busy, "workers": self.size,
+            "link_table": self.settings["link_table"], **self.totals,
+        }
+
+    def lookup(self, records: set[int]) -> dict[int, list]:
+        """Histories of ``records`` from every shard."""
+        found = self.table.shard.lookup(records) if self.table.shard is not None else {}
+        for part in ray.get([w.lookup.remote(records) for w in self.workers]):
+            found.update(part)
+        return found
+
+
+_pool: dict[tuple[int, float], Any] = {}  # the live coordinator (one at a time), by its size
+
+
+def coordinator(workers: int) -> Any:
+    """A coordinator with ``workers`` live workers, reused across the searches of one Ray
+    session. Only one pool lives at a time: another size replaces it (its workers
+    die with their coordinator), so pools never wait on each other's CPUs."""
+    total = ray.cluster_resources().get("CPU", 1.0)
+    cpus = min(1.0, total / (workers + 1))
+    key = (workers, cpus)
+    handle = _pool.get(key)
+    if handle is not None:
+        return handle
+    for old in _pool.values():
+        ray.kill(old)
+    _pool.clear()
+    handle = _pool[key] = ray.remote(Coordinator).options(num_cpus=0).remote(workers, cpus)
+    return handle
+
+
+def connect(address: str | None) -> bool:
+    """Attach to Ray (``auto``, ``local`` or ``HOST:PORT``; None: ``local``, a private
+    Ray on this machine); true if this call started it. An attached Ray is used as is."""
+    if ray.is_initialized():
+        return False
+    ray.init(address=address or "local", include_dashboard=False, logging_level="ERROR",
+             log_to_driver=False, configure_logging=False)
+    return True
+
+
+def disconnect() -> None:
+    """Stop the Ray that :func:`connect` started, with every actor of the cached pools."""
+    _pool.clear()
+    ray.shutdown()
+
+
+def ship_by_value(model: CostModel) -> None:
+    """Let workers unpickle a user cost defined outside an installed package (a module
+    in the working directory, a test file) by sending its module's code along."""
+    seen: list[Any] = [model]
+    while seen:
+        target = seen.pop()
+        seen += [getattr(target, name) for name in ("model", "function") if hasattr(target, name)]
+        owner = target if isinstance(target, type) or callable(target) and hasattr(target, "__code__") else type(target)
+        module = sys.modules.get(getattr(owner, "__module__", "") or "")
+        if module is None or module.__name__ in ("__main__", "builtins") or module.__name__.startswith("dcmap_dist"):
+            continue
+        path = getattr(module, "__file__", "") or ""
+        if path and "site-packages" not in path and "dist-packages" not in path:
+            ray.cloudpickle.register_pickle_by_value(module)
+
+
+def distributed_search(problem: Problem, workers: int, settings: dict[str, Any], limits: Limits,
+                       on_improvement: Callable | None = None, on_progress: Callable | None = None,
+                       saver: Saver | None = None, resume: Resumption | None = None) -> SearchOutcome:
+    """Run DCMAP on one connected problem with ``workers`` Ray workers (Ray must be
+    connected, see :func:`connect`); the same outcome as :func:`search.dcmap_search`,
+    with the same checkpoints (``saver``) and resumption (``resume``)."""
+    spec = SearchSpec(problem.network, problem.graph, problem.model, problem.scheme, problem.key,
+                      problem.use_bound)
+    first = resume.first if resume else incumbent(problem, Stopwatch(limits))
+    ship_by_value(spec.model)
+    g_min = resume.g_min if resume else first.cost
+    try:
+        handle = coordinator(workers)
+        ray.get(handle.begin.remote(spec, settings, limits, g_min, resume))
+    except ray.exceptions.RayActorError:  # the pool died since its last search: a new one
+        _pool.clear()
+        handle = coordinator(workers)
+        ray.get(handle.begin.remote(spec, settings, limits, g_min, resume))
+    heard = len(_improving(list(resume.trace), first)) if resume else 0  # announced before
+    while True:
+        report = ray.get(handle.advance.remote(PROGRESS_SECONDS))
+        trace = _improving(report.pop("trace"), first)
+        if on_improvement:
+            for iteration, seconds, cost in trace[heard:]:
+                on_improvement(cost, iteration, seconds)
+        heard = len(trace)
+        if report["done"]:
+            break
+        if on_progress:
+            on_progress(report)
+        if INTERRUPT.is_set():
+            ray.get(handle.halt.remote("interrupted"))
+        elif saver is not None and saver.due():
+            _save(handle, saver, first)
+    result = ray.get(handle.finish.remote())
+    if saver is not None and result["stop"] != "finished":
+        _save(handle, saver, first)
+    if on_progress:
+        on_progress(report)
+    return outcome(result["final"], first, result["stop"] == "finished", result["stop"], result["iterations"],
+                   _improving(result["trace"], first), result["lower_bound"], result["memory_mb"],
+                   lambda records: ray.get(handle.lookup.remote(records)), result["link_records"],
+                   statistics={name: result[name] for name in STATISTICS})
+
+
+def _save(handle: Any, saver: Saver, first: Branch) -> None:
+    """Write a checkpoint of a consistent cut, fetching one worker's state at a time."""
+    cut = ray.get(handle.cut.remote())
+
+    def parts():
+        for ref in cut["workers"]:
+            state = ray.get(ref)
+            shard = state["shard"] or {"entries": {}, "histories": {}}
+            yield SearchState(state["branches"], [], shard["entries"], shard["histories"], state["dominated"])
+        table = pickle.loads(cut["table"])
+        shard = table["shard"] or {"entries": {}, "histories": {}}
+        yield SearchState(table["branches"], [], shard["entries"], shard["histories"], table["dominated"])
+        for ref in cut["inbox"]:
+            yield SearchState(arrivals=pickle.loads(ray.get(ref)))
+
+    saver.save(parts(), counters(cut["iterations"], cut["elapsed"], cut["g_min"], _improving(cut["trace"], first),
+                                 first, cut["next_owner"]))
+
+
+def _improving(trace: list[tuple[int, float, float]], first: Branch) -> list[tuple[int, float, float]]:
+    """The strictly improving subsequence of improvements gathered from all workers, by
+    time, starting with the incumbent's."""
+    out: list[tuple[int, float, float]] = []
+    trace = [(0, 0.0, first.cost), *trace]
+    for iteration, seconds, cost in sorted(trace, key=lambda t: (t[1], t[0])):
+        if not out or not within(out[-1][2], cost):
+            out.append((max(iteration, out[-1][0]) if out else iteration, seconds, cost))
+    return out

@@ -1,0 +1,58 @@
+"""The state of a search as plain data: a consistent cut that does not depend on how
+many actors held it, and the counters that go with it. Checkpoints write it
+(:mod:`dcmap_dist.checkpoint`); the serial and distributed searches resume from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .engine import Branch
+from .linking import Entry, History
+
+
+@dataclass
+class SearchState:
+    """A consistent cut of one component's search, whoever held its parts.
+
+    ``arrivals`` are completions sent to a key's owner and not yet settled."""
+
+    branches: list[Branch] = field(default_factory=list)
+    arrivals: list[tuple[tuple, Branch]] = field(default_factory=list)
+    entries: dict[tuple, Entry] = field(default_factory=dict)
+    histories: dict[int, list[History]] = field(default_factory=dict)
+    dominated: set[int] = field(default_factory=set)
+
+    def merge(self, other: SearchState) -> None:
+        self.branches += other.branches
+        self.arrivals += other.arrivals
+        self.entries.update(other.entries)
+        self.histories.update(other.histories)
+        self.dominated |= other.dominated
+
+
+@dataclass
+class Resumption:
+    """Where a component's interrupted search stood (see :mod:`dcmap_dist.checkpoint`)."""
+
+    state: SearchState
+    iterations: int
+    elapsed: float
+    g_min: float
+    trace: list[tuple[int, float, float]]
+    first: Branch  # the incumbent the search started from
+    next_owner: int  # link shards made from now on take owner numbers from here
+
+
+def counters(iterations: int, elapsed: float, g_min: float, trace: list, first: Branch,
+             next_owner: int) -> dict[str, Any]:
+    """The counters a checkpoint keeps beside the state (plain JSON values)."""
+    return {"iterations": iterations, "elapsed": elapsed, "g_min": g_min, "trace": [list(t) for t in trace],
+            "first_cost": first.cost, "first_trail": list(first.trail), "next_owner": next_owner}
+
+
+def resumption(state: SearchState, saved: dict[str, Any]) -> Resumption:
+    """The inverse of :func:`counters`, with the state."""
+    first = Branch(0, -1, (), (), saved["first_cost"], tuple(saved["first_trail"]))
+    return Resumption(state, saved["iterations"], saved["elapsed"], saved["g_min"],
+                      [tuple(t) for t in saved["trace"]], first, saved["next_owner"])

@@ -1,0 +1,142 @@
+"""The distributed search on Ray (SPEC section 9) returns exactly what the serial
+search returns: the same optimal cost, the same set of optimal partitions and the
+same ``solution_count``, proven; also when a worker's process is killed mid-run.
+
+Uses one local Ray for the session (tests/conftest.py, 2 CPUs): W = 4 workers
+share 2 cores, which is fine for exactness.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+
+import pytest
+
+from dcmap_dist.loading import load_network
+from dcmap_dist.solve import solve
+
+from search_costs import COST_MODELS, partition, random_network
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+N_GRAPHS = 100
+FAMILIES = ("dcmap-cpt", "hash", "tie", "dcmap-paper")  # one per graph, in turn
+
+
+def summary(result) -> tuple:
+    return (result.optimal_cost, result.solution_count,
+            frozenset(partition(s.clusters) for s in result.solutions))
+
+
+def disagreement(serial, other, label: str) -> str | None:
+    """None if ``other`` is exactly ``serial``'s answer, else what differs."""
+    cost_s, count_s, parts_s = summary(serial)
+    cost_o, count_o, parts_o = summary(other)
+    if not other.proven_optimal:
+        return f"{label}: not proven ({other.stop_reason})"
+    if not math.isclose(cost_s, cost_o, rel_tol=1e-9):
+        return f"{label}: optimum {cost_o} != serial {cost_s}"
+    if count_s != count_o or parts_s != parts_o:
+        return (f"{label}: {count_o} optimal mappings ({len(parts_o)} listed) != serial {count_s} "
+                f"({len(parts_s)}); missing {len(parts_s - parts_o)}, extra {len(parts_o - parts_s)}")
+    if len(other.solutions) != len({partition(s.clusters) for s in other.solutions}):
+        return f"{label}: a partition is listed twice"
+    return None
+
+
+@pytest.mark.parametrize("seeds", [range(0, 50), range(50, N_GRAPHS)], ids=["seeds0-49", "seeds50-99"])
+def test_distributed_equals_serial_on_random_graphs(seeds):
+    """Every graph, both schemes, its cost family; W = 2 and W = 4 with the sharded
+    table, and the coordinator's table with W = 2 (even seeds) or W = 4 (odd seeds).
+    (Configurations in the outer loop: a pool of another size replaces the last one.)"""
+    cases = []
+    for seed in seeds:
+        network = random_network(seed)
+        name = FAMILIES[seed % len(FAMILIES)]
+        for scheme in ("merge", "single"):
+            serial = solve(network, COST_MODELS[name], scheme, max_solutions=None)
+            cases.append((seed, network, name, scheme, serial))
+    problems = []
+    for workers, table, parity in ((2, "sharded", None), (4, "sharded", None), (2, "coordinator", 0),
+                                   (4, "coordinator", 1)):
+        for seed, network, name, scheme, serial in cases:
+            if parity is not None and seed % 2 != parity:
+                continue
+            result = solve(network, COST_MODELS[name], scheme, max_solutions=None, workers=workers,
+                           link_table=table)
+            problem = disagreement(serial, result, f"seed {seed} {scheme} {name} W={workers} {table}")
+            if problem:
+                problems.append(problem)
+    assert not problems, "\n".join(problems[:20])
+
+
+@pytest.mark.parametrize("name,slices,order", [
+    ("child", None, "cpt"), ("alarm", None, "cpt"), ("seagrass-2tbn", 1, "paper"), ("insurance", None, "cpt"),
+])
+def test_distributed_equals_serial_on_real_networks(name, slices, order):
+    if name in ("alarm", "insurance"):
+        path = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "networks", f"{name}.bif.gz")
+        if not os.path.exists(path):
+            pytest.skip(f"{path} is not here")
+        network = load_network(path)
+    else:
+        network = load_network(name, slices=slices)
+    serial = solve(network, order=order, max_solutions=None)
+    assert serial.proven_optimal
+    problems = []
+    for workers, table in ((2, "sharded"), (4, "sharded"), (2, "coordinator")):
+        result = solve(network, order=order, max_solutions=None, workers=workers, link_table=table)
+        problems.append(disagreement(serial, result, f"{name} W={workers} {table}"))
+        stats = result.components[0]["distributed"]
+        assert stats["workers"] == workers and stats["link_table"] == table and stats["recoveries"] == 0
+    assert not any(problems), "\n".join(p for p in problems if p)
+
+
+def test_a_killed_worker_loses_nothing():
+    """Kill one worker's process in the middle of a run: the coordinator starts a new
+    worker, rolls every worker back to its last snapshot, and the result is exact."""
+    network = load_network("seagrass-2tbn", slices=1)
+    serial = solve(network, order="paper", max_solutions=None)
+    import ray
+
+    killed = []
+
+    def kill_one(stats: dict) -> None:
+        if killed or stats["iterations"] < 1000:
+            return
+        names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                 if a["namespace"] == "dcmap" and a["name"].startswith("dcmap-worker-")]
+        pids = [ray.get(ray.get_actor(n, namespace="dcmap").pid.remote()) for n in names]
+        os.kill(pids[0], signal.SIGKILL)
+        killed.append(pids[0])
+
+    result = solve(network, order="paper", max_solutions=None, workers=2, snapshot_every=1.0,
+                   on_progress=kill_one)
+    assert killed, "the run ended before a worker could be killed"
+    assert result.components[0]["distributed"]["recoveries"] >= 1
+    assert disagreement(serial, result, "after a kill") is None
+
+
+def test_limits_stop_a_distributed_search():
+    network = load_network("child")
+    result = solve(network, workers=2, max_iterations=300)
+    assert not result.proven_optimal and result.stop_reason == "max_iterations"
+    assert result.iterations <= 300
+    assert result.lower_bound <= 639.4 + 1e-6 <= result.optimal_cost + 1e-6
+    result = solve(load_network("seagrass-2tbn", slices=2), order="paper", workers=2, time_limit=2.0)
+    assert not result.proven_optimal and result.stop_reason == "time_limit"
+    assert result.lower_bound <= 5332.4 + 1e-6 <= result.optimal_cost + 1e-6
+    assert result.trace and result.trace[-1]["cost"] == pytest.approx(result.optimal_cost)
+
+
+def test_progress_reports_the_distributed_figures():
+    heard = []
+    solve(load_network("seagrass-2tbn", slices=1), order="paper", workers=2, max_iterations=20000,
+          on_progress=heard.append)
+    assert heard
+    for stats in heard:
+        assert {"iterations", "best", "lower_bound", "open", "workers", "rate", "elapsed"} <= set(stats)
+        assert stats["lower_bound"] <= stats["best"]
+        assert stats["workers"] == 2

@@ -92,6 +92,23 @@ def test_bundled_examples_are_listed_and_an_unknown_name_names_them(monkeypatch,
         load_network("README")  # the examples' README is not a network
 
 
+# --------------------------------------------------------------------------- solve
+
+
+def test_solve_takes_whatever_load_network_takes(tmp_path):
+    from dcmap_dist.solve import solve
+
+    path = write(tmp_path, "small.json", json.dumps(SMALL))
+    graph = nx.DiGraph([("A", "B"), ("B", "C")])
+    nx.set_node_attributes(graph, {"A": 2, "B": 3, "C": 2}, "states")
+    results = [solve(source) for source in (load_network(SMALL), SMALL, path, str(path), graph)]
+    assert {r.network_hash for r in results} == {load_network(SMALL).content_hash()}
+    assert len({r.optimal_cost for r in results}) == 1 and all(r.proven_optimal for r in results)
+    assert solve("paper-example").optimal_cost == pytest.approx(54.0)
+    with pytest.raises(NetworkError, match="no such file or bundled example"):
+        solve("no-such-network")
+
+
 # --------------------------------------------------------------------------- observe
 
 

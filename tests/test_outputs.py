@@ -7,7 +7,6 @@ import json
 import os
 import stat
 import threading
-from pathlib import Path
 
 import pytest
 

@@ -5,7 +5,9 @@ local-provider cluster made from ``cluster_configs/workstation.yaml``, ``ray sub
 Ray's launcher reaches the "head node" (this machine) over ssh, so the test starts an
 sshd of its own on a free loopback port, with its own host key, authorised key and a
 throw-away home directory whose ``.bashrc`` puts this Python first on ``PATH`` (every
-launcher command runs in a login shell and calls plain ``python`` and ``ray``). It needs
+launcher command runs in a login shell and calls plain ``python`` and ``ray``) and gives
+the head a temporary directory of its own, so that its files stay in the test's
+directory and its processes can be told from other Ray sessions on the machine. It needs
 ``sshd``, ``ssh``, ``ssh-keygen``, ``nc`` and ``rsync`` (.ci/run installs them).
 
 ``ray up`` and ``ray down`` run ``ray stop``, which ends every Ray process on the
@@ -62,13 +64,13 @@ def test_solve_script_joins_the_running_cluster_unless_told_otherwise() -> None:
 )
 def test_ray_submit_solves_asia_with_two_workers() -> None:
     """``ray up``, ``ray submit scripts/solve.py -- asia --workers 2``, ``ray down``."""
-    with tempfile.TemporaryDirectory(prefix="dcmap-launch-") as name:
+    with tempfile.TemporaryDirectory(prefix="dcmap-", dir="/tmp") as name:  # short: Ray's socket paths go in it
         work = Path(name)
         result = work / "result.json"
         with sshd(work) as port:
             config = write_cluster_config(work, port)
             env = launcher_environment(work)
-            with ray_cluster(config, env):
+            with ray_cluster(config, env, work):
                 run([RAY, "submit", config, "scripts/solve.py", "--",
                      "asia", "--workers", "2", "--output", result], env)
         solved = json.loads(result.read_text())
@@ -80,7 +82,8 @@ def test_ray_submit_solves_asia_with_two_workers() -> None:
 @contextmanager
 def sshd(work: Path) -> Iterator[int]:
     """Run an sshd on a free loopback port that lets this user in with the key
-    ``work/id_key`` and gives the session the home directory ``work/home``; yield the port."""
+    ``work/id_key`` and gives the session the home directory ``work/home`` and the
+    temporary directory ``work/head``; yield the port."""
     port = write_sshd_files(work)
     with privilege_separation_dir(), open(work / "sshd.log", "wb") as log:
         server = subprocess.Popen([shutil.which("sshd", path=TOOL_PATH), "-D", "-e", "-f", work / "sshd_config"],
@@ -101,7 +104,9 @@ def write_sshd_files(work: Path) -> int:
     shutil.copy(work / "id_key.pub", work / "authorized_keys")
     home = work / "home"
     home.mkdir()
-    (home / ".bashrc").write_text(f'export PATH="{BIN}:$PATH"\nexport RAY_USAGE_STATS_ENABLED=0\n')
+    (work / "head").mkdir()
+    (home / ".bashrc").write_text(
+        f'export PATH="{BIN}:$PATH" TMPDIR="{work / "head"}" RAY_USAGE_STATS_ENABLED=0\n')
     (home / ".profile").write_text(". ~/.bashrc\n")
     port = free_port()
     (work / "sshd_config").write_text(
@@ -151,27 +156,27 @@ def launcher_environment(work: Path) -> dict[str, str]:
 
 
 @contextmanager
-def ray_cluster(config: Path, env: dict[str, str]) -> Iterator[None]:
-    """``ray up`` the cluster; on the way out ``ray down`` it, stop any Ray process it
-    left, remove the files Ray wrote under /tmp, and fail if ``ray down`` failed or left
-    Ray running."""
+def ray_cluster(config: Path, env: dict[str, str], work: Path) -> Iterator[None]:
+    """``ray up`` the cluster; on the way out ``ray down`` it, stop the processes it
+    left, remove the launcher's ssh control directory, and fail if ``ray down`` failed
+    or left the head's processes running."""
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():  # `ray up` is about to stop this session's Ray
         ray.shutdown()
-    pids_before = set(processes())
-    paths_before = ray_tmp_paths()
+    control_before = ssh_control_dirs()
     try:
         run([RAY, "up", "-y", config], env)
         yield
     finally:
         down_failure = failure([RAY, "down", "-y", config], env)
-        left = ray_processes() - pids_before
-        stop_processes(sorted(left))
-        stop_processes(sorted(ssh_multiplexers() - pids_before))
-        for path in sorted(ray_tmp_paths() - paths_before):
-            remove(path)
+        head = started_with(f"TMPDIR={work / 'head'}")
+        left = {pid: args for pid, (_, _, args) in processes().items() if pid in head}
+        stop_processes(list(head))
+        stop_processes(list(started_with(f"TMPDIR={work / 'launcher'}")))  # the launcher's ssh masters
+        for path in sorted(ssh_control_dirs() - control_before):
+            shutil.rmtree(path, ignore_errors=True)
     assert down_failure is None, down_failure
-    assert not left, f"ray down left Ray processes running: {sorted(left)}"
+    assert not left, f"ray down left the head's processes running: {left}"
 
 
 def run(command: list[str | Path], env: dict[str, str] | None = None) -> None:
@@ -243,18 +248,16 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def ray_processes() -> set[int]:
-    """Ray's own processes (raylet, gcs_server, dashboard, workers...), matched as
-    ``ray stop`` matches them."""
-    from ray.autoscaler._private.constants import RAY_PROCESSES
-
-    return {pid for pid, (_, comm, args) in processes().items()
-            if any(keyword in (comm if by_name else args) for keyword, by_name in RAY_PROCESSES)}
-
-
-def ssh_multiplexers() -> set[int]:
-    """The ssh connection masters the launcher keeps for a few seconds after each command."""
-    return {pid for pid, (_, comm, args) in processes().items() if comm == "ssh" and "/tmp/ray_ssh_" in args}
+def started_with(variable: str) -> set[int]:
+    """The processes whose environment holds ``variable`` (``NAME=value``)."""
+    found = set()
+    for pid in processes():
+        try:
+            if variable.encode() in (Path("/proc") / str(pid) / "environ").read_bytes().split(b"\0"):
+                found.add(pid)
+        except OSError:
+            continue
+    return found
 
 
 def stop_processes(pids: list[int], grace: float = 15) -> None:
@@ -270,17 +273,8 @@ def stop_processes(pids: list[int], grace: float = 15) -> None:
             time.sleep(0.2)
 
 
-def ray_tmp_paths() -> set[Path]:
-    """What the Ray head and the launcher leave under /tmp: /tmp/ray (sessions, the
-    local provider's cluster state) and the launcher's ssh control directories, with
-    their entries, and the dashboard's multiprocessing directories (pymp-*)."""
-    tops = [path for path in [Path("/tmp/ray"), *Path("/tmp").glob("ray_ssh_*")] if path.is_dir()]
-    return {*tops, *(entry for top in tops for entry in top.iterdir()), *Path("/tmp").glob("pymp-*")}
-
-
-def remove(path: Path) -> None:
-    """Remove a file, symlink or directory tree, if it is still there."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
+def ssh_control_dirs() -> set[Path]:
+    """The directories of the launcher's ssh connection sockets, always under /tmp:
+    /tmp/ray_ssh_USER and in it one per cluster name."""
+    tops = set(Path("/tmp").glob("ray_ssh_*"))
+    return tops | {entry for top in tops for entry in top.iterdir()}

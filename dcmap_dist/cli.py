@@ -7,6 +7,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
 import traceback
 from collections import Counter
@@ -17,6 +18,7 @@ from typing import Any
 from . import __version__
 from .cost import ELIMINATION_ORDERS, CostError, DcmapCost, evaluate_mapping, load_cost
 from .dynamic import recover_template
+from .limits import INTERRUPT
 from .loading import bundled_examples, load_network
 from .mappings import SCHEMES, check_mapping
 from .network import Network, NetworkError, read_json
@@ -118,33 +120,51 @@ def _parser() -> argparse.ArgumentParser:
     solve_.add_argument("--method", choices=METHODS, default="dcmap", help="search method (default dcmap)")
     solve_.add_argument("--alpha", type=_PROBABILITY, default=0.6, help="probability of best-first activation (0.6)")
     solve_.add_argument("--seed", type=int, default=0, help="random seed for activation (0)")
-    solve_.add_argument("--time-limit", type=_POSITIVE, metavar="S", help="stop after S seconds")
-    solve_.add_argument("--max-iterations", type=_POSITIVE_INT, metavar="N", help="stop after N iterations")
-    solve_.add_argument("--memory-limit", type=_POSITIVE, metavar="MB", help="stop above MB MiB of memory")
     solve_.add_argument("--link-key", choices=("lean", "full"), default="lean",
                         help="dominance key: lean (default) or SPEC's full key")
     solve_.add_argument("--no-bound", action="store_true", help="do not prune with the cost model's lower bound")
-    solve_.add_argument("--max-solutions", type=_COUNT, default=10_000, metavar="N",
-                        help="list at most N optimal mappings (default 10000; 0: all); all are counted")
-    solve_.add_argument("--output", "-o", metavar="FILE", help="write the result JSON to FILE ('-' for stdout)")
-    solve_.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
-    solve_.add_argument("--workers", "-w", type=_POSITIVE_INT, default=1, metavar="W",
-                        help="search on W Ray worker actors (default 1: serial, without Ray)")
-    solve_.add_argument("--address", metavar="ADDR",
-                        help="Ray to attach to with --workers: auto (the running cluster), local (default: "
-                             "a private Ray on this machine, stopped afterwards) or HOST:PORT")
-    solve_.add_argument("--link-table", choices=("sharded", "coordinator"), default="sharded",
-                        help="where the dominance table lives with --workers: sharded over the workers "
-                             "(default) or on the coordinator")
-    solve_.add_argument("--snapshot-every", type=_POSITIVE, default=30.0, metavar="S",
-                        help="with --workers: snapshot every S s at least, to recover a lost worker (30)")
+    _run_options(solve_)
     solve_.set_defaults(run=_solve)
+
+    resume = sub.add_parser("resume", help="resume a checkpointed search (on any number of workers)")
+    resume.add_argument("checkpoint", metavar="DIR", help="the --checkpoint folder of a solve")
+    _run_options(resume, resuming=True)
+    resume.set_defaults(run=_resume)
 
     template = sub.add_parser("template", help="recover the 2-slice template of an unrolled network")
     template.add_argument("network", help="network file whose node names carry a slice suffix")
     template.add_argument("--output", "-o", metavar="FILE", help="write the template JSON to FILE")
     template.set_defaults(run=_template)
     return parser
+
+
+def _run_options(parser: argparse.ArgumentParser, resuming: bool = False) -> None:
+    """Options of a search run: limits, output, workers, checkpoints."""
+    counted = " (counted from the resumption)" if resuming else ""
+    parser.add_argument("--time-limit", type=_POSITIVE, metavar="S", help=f"stop after S seconds{counted}")
+    parser.add_argument("--max-iterations", type=_POSITIVE_INT, metavar="N",
+                        help=f"stop after N iterations{counted}")
+    parser.add_argument("--memory-limit", type=_POSITIVE, metavar="MB", help="stop above MB MiB of memory")
+    parser.add_argument("--max-solutions", type=_COUNT, default=10_000, metavar="N",
+                        help="list at most N optimal mappings (default 10000; 0: all); all are counted")
+    parser.add_argument("--output", "-o", metavar="FILE", help="write the result JSON to FILE ('-' for stdout)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    parser.add_argument("--workers", "-w", type=_POSITIVE_INT, default=1, metavar="W",
+                        help="search on W Ray worker actors (default 1: serial, without Ray)")
+    parser.add_argument("--address", metavar="ADDR",
+                        help="Ray to attach to with --workers: auto (the running cluster), local (default: "
+                             "a private Ray on this machine, stopped afterwards) or HOST:PORT")
+    parser.add_argument("--link-table", choices=("sharded", "coordinator"), default="sharded",
+                        help="where the dominance table lives with --workers: sharded over the workers "
+                             "(default) or on the coordinator")
+    parser.add_argument("--snapshot-every", type=_POSITIVE, default=30.0, metavar="S",
+                        help="with --workers: snapshot every S s at least, to recover a lost worker (30)")
+    if not resuming:
+        parser.add_argument("--checkpoint", metavar="DIR",
+                            help="write checkpoints (Arrow tables) to DIR, to resume with 'dcmap resume DIR'")
+    parser.add_argument("--checkpoint-every", type=_POSITIVE, metavar="S",
+                        help="seconds between checkpoints (default 600); one is also written when a "
+                             "limit or a signal stops the search")
 
 
 def _network_options(parser: argparse.ArgumentParser) -> None:
@@ -230,21 +250,49 @@ def _solve(args: argparse.Namespace) -> int:
     if args.output and args.output != "-":
         check_output(Path(args.output), [Path(args.network)])
     network = _load(args)
+    return _search(args, network, dict(
+        cost=args.cost, scheme=args.scheme, method=args.method, alpha=args.alpha, seed=args.seed,
+        order=args.order, addition=args.addition, key=args.link_key, use_bound=not args.no_bound,
+        checkpoint=args.checkpoint))
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from .checkpointing import Resume  # imports pyarrow
+
+    if args.output and args.output != "-":
+        check_output(Path(args.output), [])
+    resumed = Resume(Path(args.checkpoint))
+    meta = resumed.metadata
+    if meta["cost_spec"] is None:
+        raise ValueError(f"checkpoint {args.checkpoint} was made with a cost model given as a Python object; "
+                         "resume it from Python: solve(network, cost=..., resume=DIR)")
+    params = meta["cost_model"]
+    return _search(args, None, dict(
+        cost=meta["cost_spec"], scheme=meta["scheme"], alpha=meta["alpha"], seed=meta["seed"],
+        order=params.get("order", "cpt"), addition=params.get("addition", 0.6), key=meta["link_key"],
+        use_bound=meta["use_bound"], resume=args.checkpoint))
+
+
+def _search(args: argparse.Namespace, network: Network | None, settings: dict[str, Any]) -> int:
+    """Run a solve with the run options of ``args``; SIGINT and SIGTERM stop it cleanly
+    (a checkpoint and the result with the best so far are written; exit code 4)."""
     progress = _Progress(enabled=not args.quiet)
+    INTERRUPT.clear()
+    handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         result = solve(
-            network, cost=args.cost, scheme=args.scheme, method=args.method, alpha=args.alpha, seed=args.seed,
-            time_limit=args.time_limit, max_iterations=args.max_iterations, memory_limit_mb=args.memory_limit,
-            order=args.order, addition=args.addition, key=args.link_key, use_bound=not args.no_bound,
-            max_solutions=args.max_solutions or None,
+            network, time_limit=args.time_limit, max_iterations=args.max_iterations,
+            memory_limit_mb=args.memory_limit, max_solutions=args.max_solutions or None,
             on_improvement=progress.improved, on_progress=progress.update,
             workers=args.workers, address=args.address, link_table=args.link_table,
-            snapshot_every=args.snapshot_every,
+            snapshot_every=args.snapshot_every, checkpoint_every=args.checkpoint_every, **settings,
         )
     finally:
         progress.close()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
     result.command = args.command
-    status = 0 if result.proven_optimal else 3
+    status = 0 if result.proven_optimal else 4 if result.stop_reason == "interrupted" else 3
     if args.output == "-":
         print(result.to_json())
         return status
@@ -252,6 +300,15 @@ def _solve(args: argparse.Namespace) -> int:
         _write_result(Path(args.output), result.to_json() + "\n")
     _summary(result, args.output)
     return status
+
+
+def _interrupt(signum: int, _frame: Any) -> None:
+    """SIGINT or SIGTERM: stop the search cleanly; a second one stops at once."""
+    if INTERRUPT.is_set():
+        raise KeyboardInterrupt
+    INTERRUPT.set()
+    print(f"dcmap: {signal.Signals(signum).name}: stopping; the best so far will be written "
+          "(send it again to stop at once)", file=sys.stderr)
 
 
 def _write_result(path: Path, text: str) -> None:

@@ -54,8 +54,8 @@ STEP_SECONDS = 0.03  # a worker's share of one round
 SNAPSHOT_EVERY = 30.0  # seconds between snapshots at least (see Coordinator._snapshot_due)
 PROGRESS_SECONDS = 1.0  # how often the driver hears from the coordinator
 # the figures a distributed search reports (in the result's components)
-STATISTICS = ("workers", "link_table", "rounds", "elapsed", "worker_busy", "coordinator_busy", "sent", "received",
-              "bytes", "snapshots", "snapshot_seconds", "recoveries")
+STATISTICS = ("workers", "link_table", "rounds", "elapsed", "worker_busy", "worker_cpu", "coordinator_busy",
+              "coordinator_cpu", "sent", "received", "bytes", "snapshots", "snapshot_seconds", "recoveries")
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,7 @@ class Worker:
         shard = LinkShard(owner) if shards else None
         self.explorer = Explorer(spec.problem(), alpha, seed + index, shard, index, max(shards, 1))
         self.busy = 0.0
+        self.cpu = time.process_time()
 
     def step(self, control: dict[str, Any], *batches: bytes) -> list[Any]:
         """Take the arrivals and orders of ``control``, run the loop for one round,
@@ -122,7 +123,8 @@ class Worker:
             "open": explorer.open_count(), "least_bound": lower, "g_min": explorer.g_min,
             "improvements": improvements, "notices": notices, "received": received,
             "sent": [len(outbox.get(j, ())) for j in range(control["destinations"])],
-            "bytes": sum(len(b) for b in out), "busy": self.busy, "memory_mb": watch.peak_memory_mb,
+            "bytes": sum(len(b) for b in out), "busy": self.busy, "cpu": time.process_time() - self.cpu,
+            "memory_mb": watch.peak_memory_mb,
         }
         return [stats, *out]
 
@@ -193,6 +195,7 @@ class Coordinator:
         self.sharded = settings["link_table"] == "sharded"
         self.problem = spec.problem()
         self.clock = time.perf_counter()
+        self.cpu = time.process_time()
         self.before = resume.elapsed if resume else 0.0  # seconds searched before a resumption
         self.owners = resume.next_owner if resume else 1  # owner numbers of link shards
         self.table = Explorer(self.problem, 0.0, 0, None if self.sharded else LinkShard(self.owners))
@@ -376,12 +379,18 @@ class Coordinator:
         return hands
 
     def _iteration_caps(self) -> list[int | None]:
-        """Per-worker iteration limits for this round, so the total never passes the limit."""
+        """Per-worker iteration limits for this round, so the total never passes the limit:
+        what is left is shared among the workers holding open branches (all of them in
+        the first round), so some worker can always go on while anything is left."""
         if self.limits.max_iterations is None:
             return [None] * self.size
         left = max(0, self.limits.max_iterations - self.iterations)
         done = [s["iterations"] for s in self.stats] if self.stats else [0] * self.size
-        return [done[i] + left // self.size + (1 if i < left % self.size else 0) for i in range(self.size)]
+        busy = [i for i, s in enumerate(self.stats) if s["open"]] or list(range(self.size))
+        caps = list(done)
+        for k, i in enumerate(busy):
+            caps[i] += left // len(busy) + (1 if k < left % len(busy) else 0)
+        return caps
 
     # -- snapshots and recovery ---------------------------------------------------
     def _snapshot_due(self) -> bool:
@@ -469,6 +478,7 @@ class Coordinator:
             records = len(self.table.shard.entries)
         busy = [s["busy"] for s in self.stats]
         return {
+            "worker_cpu": [s["cpu"] for s in self.stats], "coordinator_cpu": time.process_time() - self.cpu,
             "stop": self.stop, "iterations": self.iterations, "trace": list(self.trace),
             "final": finals[0] if finals else None, "lower_bound": self.least_bound(),
             "memory_mb": self.peak_memory, "link_records": records,

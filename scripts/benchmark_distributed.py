@@ -1,0 +1,169 @@
+"""Distributed benchmark: the serial search against the Ray search, in one run.
+
+``proof``: time to proof of each network serially (in this process, no Ray), then on
+W = 1 and W = 2 Ray workers (a local Ray with ``--cpus`` CPUs), one run after the
+other; wall time, CPU time (this process for the serial run; the workers' and the
+coordinator's for Ray) and their ratios to the serial run.
+
+``scaling``: machine-independent figures for W = 1, 2, 4, 8, 16 workers (they may share
+the cores): total expansions relative to the serial search (work overhead), link
+reports (completions sent to another actor) per expansion and per second, bytes per
+second, the coordinator's busy fraction, each worker's idle fraction, rounds.
+
+Rows go to ``results/distributed-proof.csv`` and ``results/distributed-scaling.csv``
+(appended, with the command and date).
+
+    python scripts/benchmark_distributed.py proof --networks insurance,water,seagrass-2slices
+    python scripts/benchmark_distributed.py scaling --networks seagrass-1slice,child
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NETWORKS = ROOT.parent / "shared" / "networks"
+RESULTS = ROOT / "results"
+sys.path.insert(0, str(ROOT))
+
+from dcmap_dist import distributed, load_network, solve  # noqa: E402
+
+SPECIAL = {  # label: (source, slices, order)
+    "seagrass-1slice": ("seagrass-2tbn", 1, "paper"),
+    "seagrass-2slices": ("seagrass-2tbn", 2, "paper"),
+    "child": ("child", None, "cpt"),
+}
+
+
+def network(label: str):
+    source, slices, order = SPECIAL.get(label, (str(NETWORKS / f"{label}.bif.gz"), None, "cpt"))
+    return load_network(source, slices=slices), order
+
+
+def append(path: Path, rows: list[dict]) -> None:
+    new = not path.exists()
+    with open(path, "a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+
+
+def run(label: str, workers: int, time_limit: float, link_table: str = "sharded") -> dict:
+    net, order = network(label)
+    cpu = time.process_time()
+    wall = time.perf_counter()
+    result = solve(net, order=order, time_limit=time_limit, workers=workers, link_table=link_table)
+    wall = time.perf_counter() - wall
+    stats = result.components[0].get("distributed", {})
+    cpu = (time.process_time() - cpu) + sum(stats.get("worker_cpu", [])) + stats.get("coordinator_cpu", 0.0)
+    return {"network": label, "workers": workers if workers > 1 or stats else 0, "link_table": link_table,
+            "cost": round(result.optimal_cost, 6), "proven": result.proven_optimal,
+            "solutions": result.solution_count, "iterations": result.iterations, "wall_seconds": round(wall, 2),
+            "cpu_seconds": round(cpu, 2), "stats": stats}
+
+
+def proof(args: argparse.Namespace) -> None:
+    rows = []
+    for label in args.networks.split(","):
+        serial = run(label, 1, args.time_limit)
+        row = {"network": label, "variant": "serial", "proven": serial["proven"], "cost": serial["cost"],
+               "solutions": serial["solutions"], "iterations": serial["iterations"],
+               "wall_seconds": serial["wall_seconds"], "cpu_seconds": serial["cpu_seconds"],
+               "speedup": 1.0, "work": 1.0}
+        rows.append(row)
+        print(row, flush=True)
+        for workers in (1, 2):
+            got = run_ray(label, workers, args.time_limit)
+            row = {"network": label, "variant": f"ray W={workers}", "proven": got["proven"], "cost": got["cost"],
+                   "solutions": got["solutions"], "iterations": got["iterations"],
+                   "wall_seconds": got["wall_seconds"], "cpu_seconds": got["cpu_seconds"],
+                   "speedup": round(serial["wall_seconds"] / got["wall_seconds"], 2),
+                   "work": round(got["iterations"] / max(1, serial["iterations"]), 3)}
+            rows.append(row)
+            print(row, flush=True)
+    stamp(rows, args)
+    append(RESULTS / "distributed-proof.csv", rows)
+
+
+def run_ray(label: str, workers: int, time_limit: float, link_table: str = "sharded") -> dict:
+    """A Ray run; W = 1 is forced through Ray (solve() runs W = 1 serially)."""
+    if workers > 1:
+        return run(label, workers, time_limit, link_table)
+    net, order = network(label)
+    from dcmap_dist.engine import Problem
+    from dcmap_dist.cost import DcmapCost
+    from dcmap_dist.limits import Limits
+
+    problem = Problem(net, DcmapCost(order), "merge")
+    cpu = time.process_time()
+    wall = time.perf_counter()
+    outcome = distributed.distributed_search(problem, 1, {"alpha": 0.6, "seed": 0, "link_table": link_table,
+                                                          "snapshot_every": 30.0}, Limits(time_limit))
+    wall = time.perf_counter() - wall
+    stats = outcome.statistics
+    cpu = (time.process_time() - cpu) + sum(stats["worker_cpu"]) + stats["coordinator_cpu"]
+    return {"network": label, "workers": 1, "link_table": link_table, "cost": round(outcome.best_cost, 6),
+            "proven": outcome.proven, "solutions": None, "iterations": outcome.iterations,
+            "wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2), "stats": stats}
+
+
+def scaling(args: argparse.Namespace) -> None:
+    rows = []
+    for label in args.networks.split(","):
+        serial = run(label, 1, args.time_limit)
+        for table in args.link_tables.split(","):
+            for workers in (1, 2, 4, 8, 16):
+                got = run_ray(label, workers, args.time_limit, table)
+                s = got["stats"]
+                elapsed = s["elapsed"]
+                idle = [round(1 - busy / elapsed, 3) for busy in s["worker_busy"]]
+                row = {
+                    "network": label, "link_table": table, "workers": workers, "proven": got["proven"],
+                    "serial_iterations": serial["iterations"], "iterations": got["iterations"],
+                    "work": round(got["iterations"] / max(1, serial["iterations"]), 3),
+                    "reports": s["sent"], "reports_per_expansion": round(s["sent"] / max(1, got["iterations"]), 3),
+                    "reports_per_second": round(s["sent"] / elapsed), "bytes_per_second": round(s["bytes"] / elapsed),
+                    "coordinator_busy": round(s["coordinator_busy"] / elapsed, 3),
+                    "idle_min": min(idle), "idle_max": max(idle), "rounds": s["rounds"],
+                    "wall_seconds": got["wall_seconds"], "cpu_seconds": got["cpu_seconds"],
+                }
+                rows.append(row)
+                print(row, flush=True)
+    stamp(rows, args)
+    append(RESULTS / "distributed-scaling.csv", rows)
+
+
+def stamp(rows: list[dict], args: argparse.Namespace) -> None:
+    command = "python scripts/benchmark_distributed.py " + " ".join(sys.argv[1:])
+    day = datetime.date.today().isoformat()
+    for row in rows:
+        row["date"] = day
+        row["command"] = command
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("part", choices=("proof", "scaling"))
+    parser.add_argument("--networks", default="insurance,water,seagrass-2slices")
+    parser.add_argument("--link-tables", default="sharded,coordinator")
+    parser.add_argument("--time-limit", type=float, default=3600.0)
+    parser.add_argument("--cpus", type=int, default=2)
+    args = parser.parse_args()
+    import ray
+
+    ray.init(address="local", num_cpus=args.cpus, include_dashboard=False, logging_level="ERROR",
+             log_to_driver=False)
+    try:
+        (proof if args.part == "proof" else scaling)(args)
+    finally:
+        distributed.disconnect()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""Checkpoints (SPEC section 9): a search stopped any number of times, by limits,
+signals or kill -9 (also in the middle of writing a checkpoint), and resumed on any
+number of workers, ends with exactly the uninterrupted search's optimum, optimal
+partitions and count; damaged and mismatched checkpoints give clear errors; the
+tables read with pyarrow and pandas.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dcmap_dist.checkpoint import FAULT_VARIABLE, POINTER, SCHEMAS, CheckpointError, generations
+from dcmap_dist.cost import DcmapCost
+from dcmap_dist.loading import load_network
+from dcmap_dist.solve import solve
+
+from search_costs import COST_MODELS, partition, random_network
+
+TESTS = Path(__file__).resolve().parent
+
+
+def summary(result) -> tuple:
+    return (round(result.optimal_cost, 6), result.solution_count,
+            frozenset(partition(s.clusters) for s in result.solutions))
+
+
+def dcmap(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dcmap_dist", *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def result_summary(path: Path) -> tuple:
+    data = json.loads(path.read_text())
+    return (round(data["optimal_cost"], 6), data["solution_count"],
+            frozenset(partition(s["clusters"]) for s in data["solutions"]))
+
+
+# -- interrupted by limits, resumed on changing worker counts --------------------------------
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_interrupted_and_resumed_searches_are_exact(tmp_path):
+    """30 random graphs, each stopped every few iterations and resumed with 1, 2 or 4
+    workers in turn (a seeded choice), until proven: the uninterrupted answer."""
+    rng = random.Random(7)
+    problems = []
+    resumptions = 0
+    for seed in range(600, 630):
+        network = random_network(seed, 8, 11)
+        cost = COST_MODELS[("dcmap-cpt", "hash", "tie", "dcmap-paper")[seed % 4]]
+        scheme = ("merge", "single")[seed % 2]
+        whole = solve(network, cost, scheme, max_solutions=None)
+        folder = tmp_path / f"case{seed}"
+        step = max(1, whole.iterations // 4)
+        result = solve(network, cost, scheme, max_solutions=None, max_iterations=step, checkpoint=folder)
+        rounds = 0
+        while not result.proven_optimal:
+            assert result.stop_reason == "max_iterations"
+            rounds += 1
+            assert rounds < 50, f"seed {seed}: no end in sight"
+            before = result.iterations
+            result = solve(network, cost, scheme, max_solutions=None, max_iterations=step, resume=folder,
+                           workers=rng.choice([1, 2, 4]))
+            assert result.iterations > before or result.proven_optimal  # counts continue
+        resumptions += rounds
+        if summary(result) != summary(whole):
+            problems.append(f"seed {seed}: {summary(result)[:2]} after {rounds} resumptions, "
+                            f"uninterrupted {summary(whole)[:2]}")
+        assert result.trace[0]["cost"] == whole.trace[0]["cost"]  # the trace continues, not restarts
+    assert not problems, "\n".join(problems)
+    assert resumptions >= 60
+
+
+def test_finished_checkpoint_resumes_to_the_same_result(tmp_path):
+    network = load_network("sachs")  # two components
+    first = solve(network, max_solutions=None, checkpoint=tmp_path / "ck")
+    again = solve(None, max_solutions=None, resume=tmp_path / "ck")
+    assert first.proven_optimal and again.proven_optimal
+    assert summary(first) == summary(again)
+    assert again.iterations == first.iterations
+
+
+def test_a_disconnected_search_resumes_in_its_second_component(tmp_path):
+    network = load_network("sachs")
+    whole = solve(network, max_solutions=None)
+    first_part = whole.components[0]["iterations"]
+    result = solve(network, max_solutions=None, max_iterations=first_part + 3, checkpoint=tmp_path / "ck")
+    assert not result.proven_optimal
+    result = solve(network, max_solutions=None, resume=tmp_path / "ck")
+    assert result.proven_optimal and summary(result) == summary(whole)
+
+
+# -- kill -9 at random moments, and in the middle of writing a checkpoint ----------------------
+
+
+@pytest.fixture(scope="module")
+def child_reference():
+    return summary(solve(load_network("child"), max_solutions=None))
+
+
+def kill_and_resume(tmp_path: Path, args: list[str], delay: float | None, resume_args: list[str],
+                    env: dict | None = None) -> Path:
+    """Run ``dcmap solve ARGS --checkpoint``, kill -9 it after ``delay`` seconds (or let a
+    fault injection kill it), resume it to the end; the result file."""
+    folder = tmp_path / "ck"
+    shutil.rmtree(folder, ignore_errors=True)
+    command = [sys.executable, "-m", "dcmap_dist", "solve", *args, "--checkpoint", str(folder), "-q"]
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+    if delay is not None:
+        deadline = time.monotonic() + 120
+        while not (folder / POINTER).exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)  # a first checkpoint, then a random moment after it
+        time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+    code = process.wait(timeout=300)
+    assert code == -signal.SIGKILL, f"the run ended by itself ({code}): {process.stderr.read().decode()[-500:]}"
+    process.stderr.close()
+    output = tmp_path / "result.json"
+    done = dcmap("resume", str(folder), "-q", "--max-solutions", "0", "-o", str(output), *resume_args)
+    assert done.returncode == 0, done.stderr
+    return output
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_kill_9_at_a_random_moment_then_resume(tmp_path, child_reference, case):
+    """Serial runs killed at seeded random moments, resumed serially or on 2 workers."""
+    delay = random.Random(case).uniform(0.0, 0.8)
+    workers = ["--workers", "2"] if case % 2 else []
+    output = kill_and_resume(tmp_path, ["child", "--checkpoint-every", "0.1"], delay, workers)
+    assert result_summary(output) == child_reference
+
+
+@pytest.mark.parametrize("step", ["table-branches", "table-links", "table-histories", "metadata", "rename"])
+def test_kill_9_while_writing_a_checkpoint_then_resume(tmp_path, child_reference, step):
+    """Fault injection kills the process in the middle of writing its 3rd generation: the
+    2nd is used (the partial one is ignored) and the result is exact."""
+    output = kill_and_resume(tmp_path, ["child", "--checkpoint-every", "0.1"], None, [],
+                             env={FAULT_VARIABLE: f"{step}:3"})
+    assert result_summary(output) == child_reference
+
+
+def test_distributed_run_killed_then_resumed_serially(tmp_path, child_reference):
+    output = kill_and_resume(tmp_path, ["child", "--workers", "2", "--checkpoint-every", "0.2"], 1.0, [])
+    assert result_summary(output) == child_reference
+
+
+def test_seagrass_one_slice_killed_and_resumed_on_two_workers(tmp_path):
+    reference = summary(solve(load_network("seagrass-2tbn", slices=1), order="paper", max_solutions=None))
+    output = kill_and_resume(tmp_path, ["seagrass-2tbn", "--slices", "1", "--order", "paper",
+                                        "--checkpoint-every", "1"], 3.0, ["--workers", "2"])
+    assert result_summary(output) == reference == (1249.8, 8, reference[2])
+
+
+# -- signals ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("checkpointed", [True, False])
+def test_a_signal_writes_the_best_so_far(tmp_path, sig, checkpointed):
+    output = tmp_path / "result.json"
+    folder = tmp_path / "ck"
+    command = [sys.executable, "-m", "dcmap_dist", "solve", "seagrass-2tbn", "--slices", "2", "--order",
+               "paper", "-o", str(output)] + (["--checkpoint", str(folder)] if checkpointed else [])
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    time.sleep(4.0)
+    process.send_signal(sig)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 4, err
+    data = json.loads(output.read_text())
+    assert data["proven_optimal"] is False and data["stop_reason"] == "interrupted"
+    assert data["optimal_cost"] >= 5332.4 - 1e-6 and data["lower_bound"] <= 5332.4 + 1e-6
+    assert data["solutions"]
+    assert signal.Signals(sig).name in err
+    if checkpointed:
+        assert generations(folder)
+        resumed = dcmap("resume", str(folder), "-q", "--max-iterations", "100", "-o", str(tmp_path / "r2.json"))
+        assert resumed.returncode == 3, resumed.stderr  # stopped by the new limit
+        again = json.loads((tmp_path / "r2.json").read_text())
+        assert again["iterations"] == data["iterations"] + 100
+        assert again["optimal_cost"] <= data["optimal_cost"] + 1e-9
+
+
+# -- damaged and mismatched checkpoints --------------------------------------------------------
+
+
+@pytest.fixture()
+def checkpointed(tmp_path) -> Path:
+    """A checkpoint of child with several generations (stopped by a limit)."""
+    folder = tmp_path / "ck"
+    solve(load_network("child"), max_iterations=8000, checkpoint=folder, checkpoint_every=0.05)
+    assert len(generations(folder)) == 2  # the newest and the one before it are kept
+    return folder
+
+
+def test_a_truncated_generation_is_reported_and_the_previous_one_used(checkpointed, capsys):
+    newest, previous = generations(checkpointed)
+    links = newest / "links.arrow"
+    links.write_bytes(links.read_bytes()[: links.stat().st_size // 2])
+    result = solve(None, resume=checkpointed, max_iterations=10)
+    err = capsys.readouterr().err
+    assert newest.name in err and "links.arrow" in err and "damaged" in err
+    assert not result.proven_optimal
+
+
+def test_a_checkpoint_with_no_usable_generation_is_an_error(checkpointed):
+    for folder in generations(checkpointed):
+        (folder / "metadata.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="no usable checkpoint generation"):
+        solve(None, resume=checkpointed)
+    code = dcmap("resume", str(checkpointed))
+    assert code.returncode == 2 and "metadata.json" in code.stderr and "Traceback" not in code.stderr
+
+
+def test_missing_checkpoint_folder(tmp_path):
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        solve(None, resume=tmp_path / "nothing")
+
+
+@pytest.mark.parametrize("change,what", [
+    ({"network": "asia"}, "network_hash"), ({"order": "paper"}, "cost_model"), ({"addition": 0.5}, "cost_model"),
+    ({"scheme": "single"}, "scheme"), ({"key": "full"}, "link_key"), ({"use_bound": False}, "use_bound"),
+])
+def test_a_checkpoint_of_another_search_is_refused(checkpointed, change, what):
+    network = load_network(change.pop("network", "child"))
+    with pytest.raises(CheckpointError, match=what):
+        solve(network, resume=checkpointed, **change)
+
+
+def test_a_cost_plugin_that_cannot_be_imported_is_refused(tmp_path):
+    module = tmp_path / "mycost_plugin.py"
+    module.write_text("def cost(ctx):\n    return 1.0 + len(ctx.nodes)\n")
+    folder = tmp_path / "ck"
+    run = subprocess.run([sys.executable, "-m", "dcmap_dist", "solve", "asia", "--cost", "mycost_plugin:cost",
+                          "--max-iterations", "3", "--checkpoint", str(folder), "-q"], cwd=tmp_path,
+                         capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert run.returncode == 3, run.stderr
+    elsewhere = dcmap("resume", str(folder))  # run from a folder where the module is not found
+    assert elsewhere.returncode == 2
+    assert "mycost_plugin" in elsewhere.stderr and "Traceback" not in elsewhere.stderr
+    there = subprocess.run([sys.executable, "-m", "dcmap_dist", "resume", str(folder), "-q"], cwd=tmp_path,
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert there.returncode == 0, there.stderr
+
+
+# -- the tables, read as a user would -----------------------------------------------------------
+
+
+def test_tables_read_with_pyarrow_and_pandas(checkpointed):
+    import pandas
+    import pyarrow.ipc
+
+    newest = generations(checkpointed)[0]
+    meta = json.loads((newest / "metadata.json").read_text())
+    assert meta["network"]["name"] == "child" and meta["cost_model"]["name"] == "dcmap"
+    assert meta["counters"]["iterations"] == 8000
+    for name, schema in SCHEMAS.items():
+        with pyarrow.memory_map(str(newest / f"{name}.arrow")) as source:
+            table = pyarrow.ipc.open_file(source).read_all()
+        assert table.schema.equals(schema)
+        frame = pandas.read_feather(newest / f"{name}.arrow")
+        assert list(frame.columns) == schema.names and len(frame) == meta["rows"][name]
+    links = pandas.read_feather(newest / "links.arrow")
+    assert len(links) > 100 and links["record"].is_unique and (links["best"] > 0).all()
+    branches = pandas.read_feather(newest / "branches.arrow")
+    assert len(branches) > 0 and (branches["bound"] <= branches["cost"] + 1e9).all()

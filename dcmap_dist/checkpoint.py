@@ -77,24 +77,37 @@ def _trail(record: int | None, joins: list[bytes]) -> tuple:
     return (record, *(bytes_mask(j) for j in joins))
 
 
-def _branch_row(component: int, branch: Branch, key: tuple | None) -> dict[str, Any]:
+def _pickled(value: Any, memo: dict[Any, bytes]) -> bytes:
+    """``pickle.dumps(value)``, once per distinct value (messages repeat across branches)."""
+    got = memo.get(value)
+    if got is None:
+        got = memo[value] = pickle.dumps(value, protocol=5)
+    return got
+
+
+def _branch_row(component: int, branch: Branch, key: tuple | None, memo: dict[Any, bytes]) -> dict[str, Any]:
     record, joins = _trail_columns(branch.trail)
     return {
         "component": component, "arrival_key": None if key is None else pickle.dumps(key, protocol=5),
         "layer": branch.layer, "assigned": None if branch.assigned == -1 else mask_bytes(branch.assigned),
         "comps": [{"members": mask_bytes(m), "fixed": f} for m, f in branch.comps],
-        "cls": [{"members": mask_bytes(m), "message": pickle.dumps(msg, protocol=5)} for m, msg in branch.cls],
+        "cls": [{"members": mask_bytes(m), "message": _pickled(msg, memo)} for m, msg in branch.cls],
         "cost": branch.cost, "estimate": branch.estimate, "bound": branch.bound, "link": branch.link,
         "trail_record": record, "trail_joins": joins,
     }
 
 
-def _row_branch(row: dict[str, Any]) -> tuple[tuple | None, Branch]:
+def _row_branch(row: dict[str, Any], memo: dict[bytes, Any]) -> tuple[tuple | None, Branch]:
     key = None if row["arrival_key"] is None else pickle.loads(row["arrival_key"])
+    messages = []
+    for c in row["cls"]:
+        message = memo.get(c["message"])
+        if message is None:
+            message = memo[c["message"]] = pickle.loads(c["message"])
+        messages.append((bytes_mask(c["members"]), message))
     branch = Branch(
         row["layer"], -1 if row["assigned"] is None else bytes_mask(row["assigned"]),
-        tuple((bytes_mask(c["members"]), c["fixed"]) for c in row["comps"]),
-        tuple((bytes_mask(c["members"]), pickle.loads(c["message"])) for c in row["cls"]),
+        tuple((bytes_mask(c["members"]), c["fixed"]) for c in row["comps"]), tuple(messages),
         row["cost"], _trail(row["trail_record"], row["trail_joins"]), row["link"], row["estimate"], row["bound"],
     )
     return key, branch
@@ -102,10 +115,11 @@ def _row_branch(row: dict[str, Any]) -> tuple[tuple | None, Branch]:
 
 def state_rows(component: int, state: SearchState) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every row of ``state``, as ``(table, row)``."""
+    memo: dict[Any, bytes] = {}
     for branch in state.branches:
-        yield "branches", _branch_row(component, branch, None)
+        yield "branches", _branch_row(component, branch, None, memo)
     for key, branch in state.arrivals:
-        yield "branches", _branch_row(component, branch, key)
+        yield "branches", _branch_row(component, branch, key, memo)
     for key, entry in state.entries.items():
         yield "links", {"component": component, "key": pickle.dumps(key, protocol=5), "best": entry.best,
                         "record": entry.record}
@@ -255,8 +269,9 @@ def read_checkpoint(directory: Path) -> tuple[dict[str, Any], dict[str, pa.Table
 def table_state(tables: dict[str, pa.Table], component: int) -> SearchState:
     """The :class:`SearchState` of ``component`` from a generation's tables."""
     state = SearchState()
+    memo: dict[bytes, Any] = {}
     for row in _rows(tables["branches"], component):
-        key, branch = _row_branch(row)
+        key, branch = _row_branch(row, memo)
         if key is None:
             state.branches.append(branch)
         else:

@@ -50,8 +50,9 @@ def result_summary(path: Path) -> tuple:
 
 @pytest.mark.usefixtures("ray_session")
 def test_interrupted_and_resumed_searches_are_exact(tmp_path):
-    """30 random graphs, each stopped every few iterations and resumed with 1, 2 or 4
-    workers in turn (a seeded choice), until proven: the uninterrupted answer."""
+    """30 random graphs, each stopped every few iterations and resumed serially or on Ray
+    workers (a seeded choice; 2 workers for the first 25 graphs, 4 for the last 5, so
+    the pool of workers is replaced only once), until proven: the uninterrupted answer."""
     rng = random.Random(7)
     problems = []
     resumptions = 0
@@ -70,7 +71,7 @@ def test_interrupted_and_resumed_searches_are_exact(tmp_path):
             assert rounds < 50, f"seed {seed}: no end in sight"
             before = result.iterations
             result = solve(network, cost, scheme, max_solutions=None, max_iterations=step, resume=folder,
-                           workers=rng.choice([1, 2, 4]))
+                           workers=rng.choice([1, 2 if seed < 625 else 4]))
             assert result.iterations > before or result.proven_optimal  # counts continue
         resumptions += rounds
         if summary(result) != summary(whole):

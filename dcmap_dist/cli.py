@@ -17,14 +17,18 @@ from typing import Any
 
 from . import __version__
 from .cost import ELIMINATION_ORDERS, CostError, DcmapCost, evaluate_mapping, load_cost
-from .dynamic import recover_template
-from .limits import INTERRUPT
+from .dynamic import MAX_UNROLLED_NODES, recover_template
+from .limits import INTERRUPT, memory_mb
 from .loading import bundled_examples, load_network
 from .mappings import SCHEMES, check_mapping
-from .network import Network, NetworkError, read_json
-from .outputs import OutputError, check_output, write_atomic
+from .network import Network, NetworkError, TooLarge, read_json
+from .outputs import OutputError, check_output, json_cost, write_atomic
 from .solve import METHODS, SolveResult, solve
 from .structure import eta, layer_nodes, long_arcs, scientific
+
+# dcmap solve refuses larger networks unless --force: setting one up (before the search,
+# outside --time-limit) takes minutes beyond it (docs/inputs.md)
+MAX_SOLVE_NODES = 10_000
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,10 +118,13 @@ def _parser() -> argparse.ArgumentParser:
     cost.add_argument("--json", action="store_true", help="print JSON")
     cost.set_defaults(run=_cost)
 
-    solve_ = sub.add_parser("solve", help="find every optimal mapping")
+    solve_ = sub.add_parser("solve", help="find every optimal mapping", allow_abbrev=False)
     _network_options(solve_)
     _cost_options(solve_)
     solve_.add_argument("--method", choices=METHODS, default="dcmap", help="search method (default dcmap)")
+    solve_.add_argument("--force", action="store_true",
+                        help=f"solve a network of more than {MAX_SOLVE_NODES:,} nodes (its setup takes minutes and "
+                             "is not covered by --time-limit)")
     solve_.add_argument("--alpha", type=_PROBABILITY, default=0.6, help="probability of best-first activation (0.6)")
     solve_.add_argument("--seed", type=int, default=0, help="random seed for activation (0)")
     solve_.add_argument("--link-key", choices=("lean", "full"), default="lean",
@@ -126,7 +133,8 @@ def _parser() -> argparse.ArgumentParser:
     _run_options(solve_)
     solve_.set_defaults(run=_solve)
 
-    resume = sub.add_parser("resume", help="resume a checkpointed search (on any number of workers)")
+    resume = sub.add_parser("resume", help="resume a checkpointed search (on any number of workers)",
+                            allow_abbrev=False)
     resume.add_argument("checkpoint", metavar="DIR", help="the --checkpoint folder of a solve")
     _run_options(resume, resuming=True)
     resume.set_defaults(run=_resume)
@@ -181,9 +189,9 @@ def _cost_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheme", choices=SCHEMES, default="merge", help="feasible mappings (merge)")
 
 
-def _load(args: argparse.Namespace) -> Network:
+def _load(args: argparse.Namespace, max_nodes: int = MAX_UNROLLED_NODES) -> Network:
     observe = [x.strip() for x in args.observe.split(",") if x.strip()]
-    return load_network(args.network, slices=args.slices, observe=observe)
+    return load_network(args.network, slices=args.slices, observe=observe, max_nodes=max_nodes)
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -207,7 +215,7 @@ def _info(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(facts, indent=1))
         return 0
-    states_text = ", ".join(f"{v} with {k}" for k, v in facts["states"].items())
+    states_text = ", ".join(f"{v} with {scientific(int(k))}" for k, v in facts["states"].items())
     print(f"network      {facts['name']}")
     print(f"nodes        {facts['nodes']} ({states_text} states)")
     print(f"observed     {', '.join(facts['observed']) or 'none'}")
@@ -242,14 +250,21 @@ def _cost(args: argparse.Namespace) -> int:
 
 
 def _finite(value: float) -> float | None:
-    """``value``, or None (JSON null) for a count past the float range."""
-    return value if math.isfinite(value) else None
+    """A cost for JSON: 12 significant digits, None (JSON null) past the float range."""
+    return json_cost(value)
 
 
 def _solve(args: argparse.Namespace) -> int:
     if args.output and args.output != "-":
         check_output(Path(args.output), [Path(args.network)])
-    network = _load(args)
+    try:
+        network = _load(args, MAX_UNROLLED_NODES if args.force else MAX_SOLVE_NODES)
+    except TooLarge as exc:
+        if args.force:
+            raise
+        fewer = "use fewer slices, or " if args.slices else ""
+        raise TooLarge(f"{exc} by dcmap solve: setting up a larger network takes minutes, which --time-limit "
+                       f"does not cover; {fewer}give --force") from None
     return _search(args, network, dict(
         cost=args.cost, scheme=args.scheme, method=args.method, alpha=args.alpha, seed=args.seed,
         order=args.order, addition=args.addition, key=args.link_key, use_bound=not args.no_bound,
@@ -276,6 +291,7 @@ def _resume(args: argparse.Namespace) -> int:
 def _search(args: argparse.Namespace, network: Network | None, settings: dict[str, Any]) -> int:
     """Run a solve with the run options of ``args``; SIGINT and SIGTERM stop it cleanly
     (a checkpoint and the result with the best so far are written; exit code 4)."""
+    _check_memory_limit(args.memory_limit)
     progress = _Progress(enabled=not args.quiet)
     INTERRUPT.clear()
     handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -300,6 +316,14 @@ def _search(args: argparse.Namespace, network: Network | None, settings: dict[st
         _write_result(Path(args.output), result.to_json() + "\n")
     _summary(result, args.output)
     return status
+
+
+def _check_memory_limit(limit_mb: float | None) -> None:
+    """Refuse a --memory-limit that this process already uses: it would stop the search at once."""
+    used = memory_mb()
+    if limit_mb is not None and used >= limit_mb:
+        raise ValueError(f"--memory-limit {limit_mb:g} MiB is below the {used:.0f} MiB this process already "
+                         "uses before searching")
 
 
 def _interrupt(signum: int, _frame: Any) -> None:
@@ -332,7 +356,7 @@ def _summary(result: SolveResult, output: str | None) -> None:
     print(f"{result.solution_count} mapping(s){listed}; {result.iterations} iterations "
           f"in {result.elapsed_seconds:.2f} s")
     for solution in result.solutions[:3]:
-        print("  " + " ".join("{" + ", ".join(c) + "}" for c in solution.clusters))
+        print("  " + " ".join("{" + ", ".join(map(str, c)) + "}" for c in solution.clusters))
     if result.solution_count > 3:
         print(f"  ... and {result.solution_count - 3} more")
     if output:

@@ -30,7 +30,9 @@ from __future__ import annotations
 import math
 import os
 import pickle
+import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -519,8 +521,13 @@ def connect(address: str | None) -> bool:
     Ray on this machine); true if this call started it. An attached Ray is used as is."""
     if ray.is_initialized():
         return False
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():  # Ray replaces SIGTERM's handler
+        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     ray.init(address=address or "local", include_dashboard=False, logging_level="ERROR",
              log_to_driver=False, configure_logging=False)
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
     return True
 
 

@@ -166,16 +166,19 @@ def test_seagrass_one_slice_killed_and_resumed_on_two_workers(tmp_path):
 # -- signals ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-@pytest.mark.parametrize("checkpointed", [True, False])
-def test_a_signal_writes_the_best_so_far(tmp_path, sig, checkpointed):
+@pytest.mark.parametrize("sig,checkpointed,workers", [
+    (signal.SIGINT, True, 1), (signal.SIGINT, False, 1), (signal.SIGTERM, True, 1), (signal.SIGTERM, False, 1),
+    (signal.SIGTERM, True, 2),  # Ray installs a SIGTERM handler of its own: ours must stay
+])
+def test_a_signal_writes_the_best_so_far(tmp_path, sig, checkpointed, workers):
     output = tmp_path / "result.json"
     folder = tmp_path / "ck"
     command = [sys.executable, "-m", "dcmap_dist", "solve", "seagrass-2tbn", "--slices", "2", "--order",
-               "paper", "-o", str(output)] + (["--checkpoint", str(folder)] if checkpointed else [])
+               "paper", "-o", str(output), "--workers", str(workers)]
+    command += ["--checkpoint", str(folder)] if checkpointed else []
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-    time.sleep(4.0)
+    time.sleep(4.0 if workers == 1 else 20.0)
     process.send_signal(sig)
     out, err = process.communicate(timeout=120)
     assert process.returncode == 4, err

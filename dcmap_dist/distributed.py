@@ -113,7 +113,7 @@ class Worker:
             explorer.receive(arrivals)
         before = explorer.iterations
         stop = explorer.step(watch, until=start + control["seconds"], max_iterations=control["max_iterations"])
-        lower = explorer.least_bound()
+        lower = explorer.least_bound() if control["bound"] else None  # O(open branches): when asked
         outbox = explorer.take_outbox()
         out = [pickle.dumps(outbox.get(j, []), protocol=5) if outbox.get(j) else b""
                for j in range(control["destinations"])]
@@ -145,6 +145,10 @@ class Worker:
         if state["shard"] is not None:
             explorer.shard = LinkShard.from_state(state["shard"])
         self.busy = state["busy"]
+
+    def open_bound(self) -> float:
+        """The least bound over this worker's open branches (its outbox is empty between rounds)."""
+        return self.explorer.least_bound()
 
     def take_part(self, part: SearchState) -> None:
         """Take this worker's part of a resumed search (after :meth:`load`)."""
@@ -212,6 +216,7 @@ class Coordinator:
         self.peak_memory = 0.0
         self.inbox: list[list[Any]] = [[] for _ in range(self.size)]
         self.notices: list[int] = []
+        self.next_bound = 0.0
         self._load_workers()
         if resume is None:
             root = self.problem.root()
@@ -314,9 +319,13 @@ class Coordinator:
         caps = self._iteration_caps()
         session = time.perf_counter() - self.clock
         time_left = None if self.limits.time_limit is None else max(1e-3, self.limits.time_limit - session)
+        bound = time.perf_counter() >= self.next_bound  # least bounds for progress, once a second
+        if bound:
+            self.next_bound = time.perf_counter() + PROGRESS_SECONDS
         calls = []
         for i, w in enumerate(self.workers):
             control = {
+                "bound": bound,
                 "g_min": self.table.g_min, "notices": self.notices, "branches": hand_out[i],
                 "iterations": self.iterations, "elapsed": self.elapsed(), "seconds": STEP_SECONDS,
                 "time_left": time_left, "memory_limit_mb": self.limits.memory_limit_mb,
@@ -327,6 +336,9 @@ class Coordinator:
         self.totals["coordinator_busy"] += time.perf_counter() - busy
         stats = ray.get([refs[0] for refs in calls])
         busy = time.perf_counter()
+        for i, s in enumerate(stats):  # keep the last known bound of a worker not asked this round
+            if s["least_bound"] is None:
+                s["least_bound"] = self.stats[i]["least_bound"] if self.stats else -math.inf
         self.stats = stats
         self.totals["rounds"] += 1
         inbox: list[list[Any]] = [[] for _ in range(self.size)]
@@ -413,7 +425,7 @@ class Coordinator:
         self.totals["snapshots"] += 1
         self.totals["snapshot_seconds"] += took
         every = self.settings["snapshot_every"] or SNAPSHOT_EVERY
-        self.next_snapshot = self.elapsed() + max(every, 20 * took)
+        self.next_snapshot = self.elapsed() + max(every, 40 * took)
 
     def _table_state(self) -> dict[str, Any]:
         state = {"g_min": self.table.g_min, "branches": self.table.open_branches(),
@@ -455,8 +467,17 @@ class Coordinator:
 
     # -- reports --------------------------------------------------------------------
     def least_bound(self) -> float:
+        """The least bound of every open branch as last reported (progress figures)."""
         bounds = [s["least_bound"] for s in self.stats] + [self.table.least_bound(), self.table.g_min]
         return min(bounds)
+
+    def exact_least_bound(self) -> float:
+        """The least bound over every open branch in every worker and every batch in flight."""
+        bounds = ray.get([w.open_bound.remote() for w in self.workers])
+        for ref in (ref for refs in self.inbox for ref in refs):
+            batch = ray.get(ref) if isinstance(ref, ray.ObjectRef) else ref
+            bounds += [branch.bound for _, branch in pickle.loads(batch)]
+        return min([*bounds, self.table.least_bound(), self.table.g_min])
 
     def progress(self) -> dict[str, Any]:
         elapsed = self.elapsed()
@@ -482,7 +503,8 @@ class Coordinator:
         return {
             "worker_cpu": [s["cpu"] for s in self.stats], "coordinator_cpu": time.process_time() - self.cpu,
             "stop": self.stop, "iterations": self.iterations, "trace": list(self.trace),
-            "final": finals[0] if finals else None, "lower_bound": self.least_bound(),
+            "final": finals[0] if finals else None,
+            "lower_bound": self.table.g_min if self.stop == "finished" else self.exact_least_bound(),
             "memory_mb": self.peak_memory, "link_records": records,
             "elapsed": self.elapsed(), "worker_busy": busy, "workers": self.size,
             "link_table": self.settings["link_table"], **self.totals,

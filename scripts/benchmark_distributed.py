@@ -62,15 +62,15 @@ def run(label: str, workers: int, time_limit: float, link_table: str = "sharded"
     wall = time.perf_counter() - wall
     stats = result.components[0].get("distributed", {})
     cpu = (time.process_time() - cpu) + sum(stats.get("worker_cpu", [])) + stats.get("coordinator_cpu", 0.0)
-    return {"network": label, "workers": workers if workers > 1 or stats else 0, "link_table": link_table,
+    return {"network": label, "workers": workers, "link_table": link_table,
             "cost": round(result.optimal_cost, 6), "proven": result.proven_optimal,
             "solutions": result.solution_count, "iterations": result.iterations, "wall_seconds": round(wall, 2),
             "cpu_seconds": round(cpu, 2), "stats": stats}
 
 
 def proof(args: argparse.Namespace) -> None:
-    rows = []
     for label in args.networks.split(","):
+        rows = []
         serial = run(label, 1, args.time_limit)
         row = {"network": label, "variant": "serial", "proven": serial["proven"], "cost": serial["cost"],
                "solutions": serial["solutions"], "iterations": serial["iterations"],
@@ -87,8 +87,8 @@ def proof(args: argparse.Namespace) -> None:
                    "work": round(got["iterations"] / max(1, serial["iterations"]), 3)}
             rows.append(row)
             print(row, flush=True)
-    stamp(rows, args)
-    append(RESULTS / "distributed-proof.csv", rows)
+        stamp(rows, args)
+        append(RESULTS / "distributed-proof.csv", rows)
 
 
 def run_ray(label: str, workers: int, time_limit: float, link_table: str = "sharded") -> dict:
@@ -114,8 +114,8 @@ def run_ray(label: str, workers: int, time_limit: float, link_table: str = "shar
 
 
 def scaling(args: argparse.Namespace) -> None:
-    rows = []
     for label in args.networks.split(","):
+        rows = []
         serial = run(label, 1, args.time_limit)
         for table in args.link_tables.split(","):
             for workers in (1, 2, 4, 8, 16):
@@ -135,8 +135,8 @@ def scaling(args: argparse.Namespace) -> None:
                 }
                 rows.append(row)
                 print(row, flush=True)
-    stamp(rows, args)
-    append(RESULTS / "distributed-scaling.csv", rows)
+        stamp(rows, args)
+        append(RESULTS / "distributed-scaling.csv", rows)
 
 
 def stamp(rows: list[dict], args: argparse.Namespace) -> None:

@@ -15,10 +15,18 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from dcmap_dist.network import Network, NetworkError, network_from_dict
+from dcmap_dist.network import Network, NetworkError, TooLarge, network_from_dict
 
 # base, then the longest trailing run of "_<digits>" groups (the slice tag)
 _SLICE_NAME = re.compile(r"(.+?)_(\d+(?:_\d+)*)")
+
+# the keys a template adds to a network JSON: its temporal edges, and what
+# recover_template writes besides (static nodes and a partial slice are refused)
+TEMPLATE_KEYS = ("temporal_edges", "slices", "slice_tags", "static_nodes", "static_edges", "partial_slice")
+
+# unrolling to more nodes than this is refused: it would exhaust memory before anything
+# could be done with the network (dcmap solve refuses far fewer: cli.MAX_SOLVE_NODES)
+MAX_UNROLLED_NODES = 1_000_000
 
 
 def is_template(data: Mapping[str, Any]) -> bool:
@@ -39,6 +47,8 @@ def _temporal_edges(template: Mapping[str, Any], base: Network) -> list[tuple[st
         for end in (u, v):
             if not isinstance(end, str) or end not in base.index:
                 raise NetworkError(f"temporal edge {u!r} -> {v!r} refers to unknown node {end!r}")
+        if (u, v) in edges:
+            raise NetworkError(f"duplicate temporal edge {u!r} -> {v!r}")
         edges.append((u, v))
     return edges
 
@@ -54,16 +64,23 @@ def check_unrollable(template: Mapping[str, Any]) -> None:
             )
 
 
-def unroll(template: Mapping[str, Any], slices: int) -> Network:
+def unroll(template: Mapping[str, Any], slices: int, max_nodes: int | None = MAX_UNROLLED_NODES) -> Network:
     """Unroll a 2-slice template to ``slices`` slices, named ``<template name>x<slices>``.
 
     A template recovered with static nodes or a partial slice (see
     :func:`recover_template`) unrolls without them; :func:`check_unrollable` refuses it.
+    An unrolled network of more than ``max_nodes`` nodes (None: no limit) is refused
+    before it is built, with the size it would have.
     """
     if isinstance(slices, bool) or not isinstance(slices, int) or slices < 1:
         raise NetworkError(f"the number of slices must be an integer >= 1, got {slices!r}")
-    base = network_from_dict(template, "template")
+    base = network_from_dict(template, "template", TEMPLATE_KEYS)
     temporal = _temporal_edges(template, base)
+    size = slices * len(base.nodes)
+    if max_nodes is not None and size > max_nodes:
+        arcs = slices * len(base.edges) + (slices - 1) * len(temporal)
+        raise TooLarge(f"unrolling {base.name!r} to {slices} slices gives {size:,} nodes and {arcs:,} arcs, "
+                       f"more than the {max_nodes:,} nodes allowed")
     nodes, states, edges, observed = [], {}, [], []
     for t in range(slices):
         for x in base.nodes:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from dcmap_dist.dynamic import is_template, recover_template, unroll
-from dcmap_dist.network import Network, NetworkError, read_json
+from dcmap_dist.loading import load_network
+from dcmap_dist.network import Network, NetworkError, TooLarge, read_json
 
 NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
 
@@ -185,6 +186,19 @@ def test_diabetes_without_the_partial_slice() -> None:
 def test_zero_slices() -> None:
     with pytest.raises(NetworkError, match="integer >= 1, got 0"):
         unroll(TINY, 0)
+
+
+def test_an_impossible_number_of_slices_is_refused_with_its_size_before_unrolling() -> None:
+    with pytest.raises(TooLarge, match=r"^unrolling 'tiny' to 1000000000 slices gives 3,000,000,000 nodes and "
+                                       r"3,999,999,998 arcs, more than the 1,000,000 nodes allowed$"):
+        unroll(TINY, 10**9)  # at once: nothing is built
+    with pytest.raises(TooLarge, match=r"gives 30 nodes and 38 arcs, more than the 29 nodes allowed"):
+        load_network(TINY, slices=10, max_nodes=29)
+    assert len(load_network(TINY, slices=10, max_nodes=30)) == 30
+    assert len(unroll(TINY, 10, max_nodes=None)) == 30
+    plain = {key: value for key, value in TINY.items() if key != "temporal_edges"}
+    with pytest.raises(TooLarge, match=r"^'tiny' has 3 nodes, more than the 2 allowed$"):
+        load_network(plain, max_nodes=2)
 
 
 def test_temporal_edge_to_unknown_node() -> None:

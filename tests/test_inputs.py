@@ -12,6 +12,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
+from dcmap_dist import loading
 from dcmap_dist.dynamic import recover_template, unroll
 from dcmap_dist.loading import bundled_examples, load_network
 from dcmap_dist.network import NetworkError
@@ -90,6 +91,23 @@ def test_bundled_examples_are_listed_and_an_unknown_name_names_them(monkeypatch,
         load_network("asai")
     with pytest.raises(NetworkError, match=r"no such file or bundled example: 'README'"):
         load_network("README")  # the examples' README is not a network
+
+
+def test_an_unknown_name_suggests_the_networks_folders(monkeypatch, tmp_path):
+    shared = tmp_path / "shared" / "networks"
+    shared.mkdir(parents=True)
+    (shared / "alarm.bif.gz").write_bytes(b"")
+    (tmp_path / "work" / "networks").mkdir(parents=True)
+    (tmp_path / "work" / "networks" / "alarm.json").write_text("{}")
+    monkeypatch.chdir(tmp_path / "work")
+    monkeypatch.setattr(loading, "NETWORK_FOLDERS", (shared, Path("networks"), Path("..") / "shared" / "networks"))
+    expected = r"; did you mean \.\./shared/networks/alarm\.bif\.gz or networks/alarm\.json\?$"
+    with pytest.raises(NetworkError, match=r"^no such file or bundled example: 'alarm' \(bundled: asia, .*" + expected):
+        load_network("alarm")
+    with pytest.raises(NetworkError, match=r"'alarm\.bif\.gz' .*did you mean \.\./shared/networks/alarm\.bif\.gz\?$"):
+        load_network("alarm.bif.gz")
+    with pytest.raises(NetworkError, match=r"\(bundled: [^)]*\)$"):
+        load_network("hailfinder")
 
 
 # --------------------------------------------------------------------------- solve

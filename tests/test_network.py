@@ -139,9 +139,13 @@ def test_network_passes_through_load_network():
     assert load_network(network, observe=["D"]).observed == frozenset({"B", "D"})
 
 
-def test_duplicate_edges_are_kept_once():
-    data = dict(SMALL, edges=[["A", "C"], ["A", "C"], ["B", "C"], ["C", "D"]])
-    check_small(load_network(data))
+def test_a_duplicate_edge_is_refused_and_named():
+    data = dict(SMALL, edges=[["A", "C"], ["B", "C"], ["A", "C"], ["C", "D"]])
+    with pytest.raises(NetworkError, match=r"^duplicate edge 'A' -> 'C'$"):
+        load_network(data)
+    template = dict(SMALL, temporal_edges=[["D", "A"], ["D", "A"]])
+    with pytest.raises(NetworkError, match=r"^duplicate temporal edge 'D' -> 'A'$"):
+        load_network(template, slices=2)
 
 
 # --------------------------------------------------------------------------- bad input
@@ -245,6 +249,78 @@ def test_edge_that_is_not_a_pair():
     data = {"nodes": nodes("A", "B", "C"), "edges": [["A", "B", "C"]]}
     with pytest.raises(NetworkError, match="pair"):
         load_network(data)
+
+
+@pytest.mark.parametrize("data, message", [
+    (dict(SMALL, edge=[["A", "C"]]), r"unknown key 'edge' in the network \(did you mean 'edges'\?\); "
+                                      r"expected keys: name, nodes, edges, observed, source, description$"),
+    (dict(SMALL, observd=["A"]), r"unknown key 'observd' in the network \(did you mean 'observed'\?\)"),
+    ({"nodes": SMALL["nodes"], "links": [{"source": "A", "target": "C"}]},
+     r"unknown key 'links' in the network \(a networkx node-link graph also has \"directed\": true\)"),
+    (dict(SMALL, nodes=[{"id": "A", "states": 2, "state": 3}]),
+     r"unknown key 'state' in node 'A' \(did you mean 'states'\?\); expected keys: id, states$"),
+    (dict(SMALL, temporal_edge=[["A", "A"]]), r"unknown key 'temporal_edge' in the network"),
+    (dict(SMALL, temporal_edges=[], slices=2, colour="red"), r"unknown key 'colour' in the network;"),
+], ids=["edge", "observd", "links", "node-key", "temporal_edge", "template"])
+def test_an_unknown_key_is_refused_with_the_keys_expected(data, message):
+    with pytest.raises(NetworkError, match=message):
+        load_network(data)
+
+
+def test_free_text_keys_and_recovered_template_keys_are_accepted():
+    assert len(load_network(dict(SMALL, source="a paper", description="four nodes"))) == 4
+    recovered = dict(SMALL, temporal_edges=[["D", "A"]], slices=2, slice_tags=["0", "1"], static_nodes=[],
+                     static_edges=[], partial_slice=None)
+    assert len(load_network(recovered, slices=3)) == 12
+
+
+def test_networkx_node_link_format_is_read_like_the_digraph(tmp_path):
+    graph = nx.DiGraph(name="linked")
+    graph.add_node("A", states=2, observed=True, label="ignored, like any other attribute")
+    graph.add_node(7, states=3)
+    graph.add_edge("A", 7)
+    for key in ("links", "edges"):  # networkx writes "edges" now, "links" before 3.4
+        path = tmp_path / f"{key}.json"
+        path.write_text(json.dumps(nx.node_link_data(graph, edges=key)))
+        network = load_network(path)
+        assert (network.name, network.nodes, network.edges) == ("linked", ("A", "7"), (("A", "7"),))
+        assert network.observed == {"A"} and network.states == {"A": 2, "7": 3}
+        assert network.label("7") == 7
+    unnamed = nx.node_link_data(nx.DiGraph([("A", "B")]))
+    for x in unnamed["nodes"]:
+        x["states"] = 2
+    (tmp_path / "plain.json").write_text(json.dumps(unnamed))
+    assert load_network(tmp_path / "plain.json").name == "plain"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"directed": False}, r"node-link graph is not directed"),
+    ({"multigraph": True}, r"multigraph \(networkx MultiDiGraph\) may hold parallel arcs"),
+    ({"nodes": [{"id": "A"}]}, r"node 'A' has no 'states' attribute"),
+    ({"nodes": [{"id": ["A"], "states": 2}]}, r"node ids of a node-link graph must be strings or integers"),
+    ({"edges": [["A", "B"]]}, r"arcs of a node-link graph must be a list of objects with 'source' and 'target'"),
+    ({"links": []}, r"has both 'links' and 'edges'"),
+    ({"temporal_edges": []}, r"unknown key 'temporal_edges' in the networkx node-link graph"),
+    ({"nodes": [{"id": 1, "states": 2}, {"id": "1", "states": 2}], "edges": []},
+     r"nodes 1 and '1' have the same name '1'"),
+], ids=["undirected", "multigraph", "no-states", "list-id", "pair-arcs", "links-and-edges", "template",
+        "same-name"])
+def test_bad_node_link_graphs_are_refused(change, message):
+    data = {"directed": True, "multigraph": False, "graph": {}, "nodes": nodes("A", "B"),
+            "edges": [{"source": "A", "target": "B"}], **change}
+    with pytest.raises(NetworkError, match=message):
+        load_network(data)
+
+
+def test_a_multidigraph_is_refused_and_integer_nodes_are_kept():
+    multi = nx.MultiDiGraph()
+    multi.add_nodes_from([1, 2], states=2)
+    multi.add_edges_from([(1, 2), (1, 2)])
+    with pytest.raises(NetworkError, match=r"MultiDiGraph\) may hold parallel arcs.*nx\.DiGraph\(graph\)"):
+        load_network(multi)
+    network = load_network(nx.DiGraph(multi))
+    assert network.nodes == ("1", "2") and [network.label(x) for x in network.nodes] == [1, 2]
+    assert network.subnetwork(["2"]).label("2") == 2 and network.with_observed(["1"]).label("1") == 1
 
 
 def test_slices_on_a_non_template():

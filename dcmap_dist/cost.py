@@ -80,7 +80,8 @@ def checked_cost(value: Any, ctx: CostContext, model: str | None = None) -> floa
 
     ``inf`` passes, unless ``model`` (the name of a user's model) is given: it is how
     the ``dcmap`` model counts a cluster-layer whose tables pass the float range, a
-    cluster-layer that no optimal mapping holds. A user's costs must be finite.
+    cluster-layer that no optimal mapping holds. A user's costs must be finite, and at
+    most :func:`user_cost_limit`, so that no mapping's total passes the float range.
     """
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if not ok or math.isnan(value) or value <= 0 or (model is not None and math.isinf(value)):
@@ -90,7 +91,21 @@ def checked_cost(value: Any, ctx: CostContext, model: str | None = None) -> floa
             f"{source}cost of cluster-layer {sorted(ctx.nodes)} (layer {ctx.layer}) is {value!r}; "
             f"a cost must be a {kind} number"
         )
+    if model is not None and value > user_cost_limit(ctx.graph):
+        raise CostError(
+            f"cost model {model}: cost of cluster-layer {sorted(ctx.nodes)} (layer {ctx.layer}) is {value!r}, "
+            f"more than {user_cost_limit(ctx.graph):.3g}: a mapping of the {len(ctx.graph)} nodes of "
+            f"{ctx.graph.name!r} adds up to {len(ctx.graph)} costs, and their total must stay within the "
+            "floating-point range (about 1.8e308); scale the costs down"
+        )
     return float(value)
+
+
+def user_cost_limit(graph: Network) -> float:
+    """The largest cost a user's model may give a cluster-layer of ``graph``: the float
+    range shared by the at most ``n`` cluster-layers of a mapping of ``n`` nodes (with
+    one to spare for rounding), so that every total is finite."""
+    return sys.float_info.max / (len(graph) + 1)
 
 
 def child_order(ctx: CostContext, by_name: bool = False) -> list[ChildClusterLayer]:
@@ -167,7 +182,7 @@ class DcmapCost:
             size = _size(graph, scope)
             cost += _as_float(size)
             if x not in link:
-                cost += _weighted(add * (card(x) - 1) / card(x), size)
+                cost += _weighted(_sum_out_weight(add, card(x)), size)
                 scope.discard(x)
         return cost, frozenset(scope)
 
@@ -184,7 +199,7 @@ class DcmapCost:
             scope.update(graph.parents[x])
             size = _size(graph, scope)
             card = graph.card(x)
-            cost += _as_float(size) + _weighted(self.addition * (card - 1) / card, size)
+            cost += _as_float(size) + _weighted(_sum_out_weight(self.addition, card), size)
             scope.discard(x)
         return cost
 
@@ -205,7 +220,7 @@ class DcmapCost:
         for x in graph.nodes:
             cpt = _size(graph, {x, *graph.parents[x]})
             card = graph.card(x)
-            summed = _weighted(self.addition * (card - 1) / card, cpt) if graph.parents[x] else 0.0
+            summed = _weighted(_sum_out_weight(self.addition, card), cpt) if graph.parents[x] else 0.0
             bounds[x] = _as_float(cpt) + summed
         return bounds
 
@@ -246,6 +261,15 @@ def _weighted(weight: float, count: int) -> float:
     """``weight * count`` for ``weight >= 0`` and ``count >= 0``; 0 when the weight is 0,
     also for a count past the float range."""
     return weight * _as_float(count) if weight else 0.0
+
+
+def _sum_out_weight(addition: float, card: int) -> float:
+    """``addition * (card - 1) / card``, what summing out a node costs per table entry,
+    also for a ``card`` past the float range (where it is ``addition``)."""
+    try:
+        return addition * (card - 1) / card
+    except OverflowError:
+        return addition * ((card - 1) / card)  # int / int is exact; same value when card is small
 
 
 def _check_range(graph: Network, addition: float) -> None:

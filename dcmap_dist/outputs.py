@@ -6,15 +6,25 @@ must not leave half a JSON file where a reader expects a whole one.
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+COST_DIGITS = 12  # significant digits of a cost in a result file or JSON output
+
 
 class OutputError(ValueError):
     """An output file that cannot be written; the message names it and the reason."""
+
+
+def json_cost(value: float) -> float | None:
+    """A cost as JSON writes it: rounded to :data:`COST_DIGITS` significant digits, so that
+    sums that differ only in float rounding print alike (68.8, not 68.80000000000001);
+    None (JSON null) for a cost past the float range or never found (``inf``, ``nan``)."""
+    return float(f"{value:.{COST_DIGITS}g}") if math.isfinite(value) else None
 
 
 def check_output(path: Path, inputs: Iterable[Path] = ()) -> None:

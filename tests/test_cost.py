@@ -23,6 +23,7 @@ from dcmap_dist.cost import (
     UserCost,
     evaluate_mapping,
     load_cost,
+    user_cost_limit,
 )
 from dcmap_dist.loading import load_network
 from dcmap_dist.mappings import check_mapping, enumerate_mappings
@@ -420,6 +421,30 @@ def test_bad_user_costs(paper, bad):
     for function in (cost, pair):
         with pytest.raises(CostError, match=r"\['A', 'B'\] \(layer 2\)"):
             evaluate_mapping(paper, [list("ABDF"), list("CEG")], load_cost(function))
+
+
+def test_user_costs_whose_total_would_pass_the_float_range_are_refused(paper):
+    # 7 cluster-layers of 1e308 each sum to inf: before, the solve said "cost inf" and
+    # then failed to write its JSON; every method now stops at the first such cost
+    from dcmap_dist.solve import solve
+
+    limit = user_cost_limit(paper)
+    assert limit == pytest.approx(1.7976931348623157e308 / 8) and 7 * limit < math.inf
+    assert total(paper, OPTIMAL[0], load_cost(lambda ctx: limit)) == pytest.approx(7 * limit)
+    for method in ("dcmap", "bfs", "brute"):
+        with pytest.raises(CostError, match=r"^cost model huge: cost of cluster-layer \[.*\) is 1e\+308, more than "
+                                            r"2\.25e\+307: a mapping of the 7 nodes of 'paper-example' adds up to 7 "
+                                            r"costs, and their total must stay within the floating-point range"):
+            solve(paper, FunctionCost(lambda ctx: 1e308, name="huge"), method=method)
+
+
+def test_a_node_with_more_states_than_a_float_holds_is_counted_not_an_overflow():
+    network = Network("vast", ["A", "B"], {"A": 10**400, "B": 2}, [("A", "B")])
+    assert DcmapCost().naive(network) == math.inf  # `dcmap info` prints "past the float range"
+    with pytest.raises(CostError, match="node 'B' alone has a table of 2.000e\\+400 entries"):
+        DcmapCost().node_lower_bounds(network)
+    small = Network("small", ["A"], {"A": 3}, [])
+    assert DcmapCost().naive(small) == 3 + 0.6 * 3 * 2 / 3  # the weight is computed as before
 
 
 def test_user_cost_tuple_of_wrong_length(paper):

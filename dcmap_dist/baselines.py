@@ -11,7 +11,13 @@ from .cost import evaluate_mapping
 from .engine import Branch, Problem, within
 from .limits import Limits, SearchInterrupted, Stopwatch
 from .mappings import enumerate_mappings
+from .network import Network
 from .search import SearchOutcome
+from .structure import eta, scientific
+
+# brute force refuses a network with possibly more feasible mappings than this
+# (evaluating a million takes 10 to 20 minutes; every network of up to 11 nodes passes)
+BRUTE_FORCE_LIMIT = 10**6
 
 
 def bfs_search(
@@ -62,13 +68,48 @@ def bfs_search(
                          lower_bound=lower)
 
 
-def brute_force(problem: Problem, limits: Limits | None = None) -> list[tuple[tuple[int, ...], float, int]]:
+def mapping_bound(network: Network, scheme: str) -> tuple[int, str]:
+    """An upper bound on the number of feasible mappings of ``network``, and how it was
+    counted: the least of Bell(n), the partitions of n nodes, and, generatively (SPEC
+    section 2), 2^arcs for ``merge`` (a node joins any subset of its children's
+    clusters) or the paper's eta for ``single`` (a node joins at most one)."""
+    n = len(network.nodes)
+    bell = _bell(n) if n <= 64 else None  # B(64) > 1e60: past it, only the other bound is worth counting
+    if scheme == "single":
+        other = (eta(network), "eta, the product of (children + 1) over the nodes with children")
+    else:
+        other = (2 ** len(network.edges), f"2^{len(network.edges)}: each node joins a subset of its children's clusters")
+    return min(other, (bell, f"Bell({n}), the partitions of {n} nodes")) if bell is not None else other
+
+
+def _bell(n: int) -> int:
+    """The Bell number B(n), by the Bell triangle."""
+    row = [1]
+    for _ in range(n - 1):
+        nxt = [row[-1]]
+        for value in row:
+            nxt.append(nxt[-1] + value)
+        row = nxt
+    return row[-1]
+
+
+def brute_force(problem: Problem, limits: Limits | None = None,
+                most: int | None = BRUTE_FORCE_LIMIT) -> list[tuple[tuple[int, ...], float, int]]:
     """Every feasible mapping with its cost, by enumeration (small networks only).
 
     Returns ``(clusters, cost, index)`` triples; independent of the search's
     expansion: it enumerates set partitions into feasible clusters and evaluates
-    each with :func:`cost.evaluate_mapping`. Raises TimeoutError past a limit.
+    each with :func:`cost.evaluate_mapping`. Raises TimeoutError past a limit, and a
+    ValueError before it starts when the network may have more than ``most`` feasible
+    mappings (:func:`mapping_bound`; None: no check).
     """
+    if most is not None:
+        bound, how = mapping_bound(problem.network, problem.scheme)
+        if bound > most:
+            raise ValueError(
+                f"brute force would enumerate up to {scientific(bound)} mappings of {problem.network.name!r} "
+                f"({how}), more than the {most:,} it is allowed: use --method dcmap, which is exact too"
+            )
     watch = Stopwatch(limits or Limits())
     topo = problem.topo
     result = []

@@ -313,3 +313,26 @@ def test_enumeration_matches_brute_force_on_random_dags():
             sizes.append(len(expected))
     # the sample is not trivial
     assert max(sizes) > 100
+
+
+def test_the_brute_force_guard_bounds_the_number_of_mappings_and_refuses_past_its_limit(paper):
+    from dcmap_dist.baselines import BRUTE_FORCE_LIMIT, _bell, brute_force, mapping_bound
+    from dcmap_dist.cost import DcmapCost
+    from dcmap_dist.engine import Problem
+
+    assert [_bell(n) for n in range(1, 12)] == [1, 2, 5, 15, 52, 203, 877, 4140, 21147, 115975, 678570]
+    assert mapping_bound(paper, "merge")[0] == 64 and mapping_bound(paper, "single")[0] == 48  # 56 and 48
+    for g in range(40):  # a sound upper bound, and every network of up to 11 nodes passes
+        network = random_network(20240521 + g, 4, 11)
+        for scheme in ("merge", "single"):
+            bound, _ = mapping_bound(network, scheme)
+            assert sum(1 for _ in enumerate_mappings(network, scheme)) <= bound <= BRUTE_FORCE_LIMIT
+    child = load_network("child")
+    with pytest.raises(ValueError, match=r"^brute force would enumerate up to 3\.355e\+7 mappings of 'child' "
+                                         r"\(2\^25: each node joins a subset of its children's clusters\), more "
+                                         r"than the 1,000,000 it is allowed: use --method dcmap"):
+        brute_force(Problem(child, DcmapCost(), "merge"))
+    small = Problem(paper, DcmapCost(), "merge")
+    assert len(brute_force(small, most=None)) == 56
+    with pytest.raises(ValueError, match=r"up to 64 mappings of 'paper-example' \(2\^6: .*more than the 63 it"):
+        brute_force(small, most=63)

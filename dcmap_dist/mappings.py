@@ -9,7 +9,7 @@ every ``j``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 
 from .network import Network, NetworkError
 from .structure import Topology, bits
@@ -143,3 +143,15 @@ def enumerate_mappings(network: Network, scheme: str = "merge") -> Iterator[tupl
 def mapping_names(topo: Topology, clusters: Sequence[int]) -> list[list[str]]:
     """Clusters as sorted lists of names, the clusters sorted too (a canonical form)."""
     return sorted(sorted(topo.names(c)) for c in clusters)
+
+
+def given_nodes(network: Network, clusters: list[list[str]]) -> list[list[Hashable]]:
+    """Clusters of node names with each node as the caller gave it (``Network.label``),
+    sorted by those when they compare (integers), else left in name order."""
+    if not network.labels:
+        return clusters
+    given = [[network.label(x) for x in cluster] for cluster in clusters]
+    try:
+        return sorted(sorted(cluster) for cluster in given)
+    except TypeError:  # nodes of different types (1 and "A"): keep the name order
+        return given

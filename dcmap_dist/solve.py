@@ -9,7 +9,7 @@ import math
 import platform
 import time
 from datetime import datetime, timezone
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,9 @@ from .engine import Problem, joins_to_clusters, within
 from .limits import Limits
 from .loading import load_network
 from .linking import trail_count, trail_joins
-from .mappings import check_scheme, mapping_names
+from .mappings import check_scheme, given_nodes, mapping_names
 from .network import Network
+from .outputs import json_cost
 from .search import Saver, SearchOutcome, dcmap_search
 from .state import Resumption
 
@@ -34,9 +35,11 @@ METHODS = ("dcmap", "bfs", "brute")
 
 @dataclass
 class Solution:
-    """One optimal (or best found) mapping: clusters of sorted node names."""
+    """One optimal (or best found) mapping: clusters of sorted nodes, each node as the
+    caller gave it (``Network.label``: the integer 7 of a networkx graph, not ``"7"``);
+    its cost; the first iteration at which the search knew it."""
 
-    clusters: list[list[str]]
+    clusters: list[list[Hashable]]
     cost: float
     iteration: int
 
@@ -74,17 +77,28 @@ class SolveResult:
     started_at: str = ""  # reproducibility: when (UTC), with what, and how (the CLI's command)
     environment: dict[str, str] = field(default_factory=dict)
     command: list[str] | None = None
+    source: str | None = None  # the input as given (a path or a bundled example's name), if a file
+    slices: int | None = None  # the slices a template was unrolled to
+    observed: list[str] = field(default_factory=list)  # the observed nodes, sorted
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data; a cost that was never found (breadth-first search stopped before
-        completing a mapping) is None."""
+        """Plain JSON data. Costs have 12 significant digits (:func:`outputs.json_cost`),
+        and a cost that was never found (breadth-first search stopped before completing
+        a mapping) or is past the float range is None; ``gap`` has 12 decimals. Nodes are
+        node names (strings), clusters sorted by them."""
         data = asdict(self)
-        for name in ("optimal_cost", "gap"):
-            if not math.isfinite(data[name]):
-                data[name] = None
+        for name in ("optimal_cost", "lower_bound"):
+            data[name] = json_cost(data[name])
+        data["gap"] = round(self.gap, 12) if math.isfinite(self.gap) else None
+        for solution in data["solutions"]:
+            solution["clusters"] = sorted(sorted(map(str, c)) for c in solution["clusters"])
+            solution["cost"] = json_cost(solution["cost"])
+        for point in data["trace"]:
+            point["cost"] = json_cost(point["cost"])
         for part in data["components"]:
-            if not math.isfinite(part["optimal_cost"]):
-                part["optimal_cost"] = None
+            part["names"] = sorted(map(str, part["names"]))
+            for name in ("optimal_cost", "lower_bound"):
+                part[name] = json_cost(part[name])
         return data
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -327,6 +341,10 @@ def _mappings(problem: Problem, method: str, outcome: SearchOutcome,
 
 
 def _combine(network, model, settings, problems, outcomes, trace, start, max_solutions) -> SolveResult:
+    """The result of a solve from the outcomes of its components. A solution's iteration
+    is the first at which every component's part of it was known; with DCMAP, a
+    component's all-singletons mapping is known from the start (it is the anytime
+    total's stand-in until the component is searched), so it counts iteration 0."""
     per_component = []
     parts = []
     counts = []
@@ -334,9 +352,12 @@ def _combine(network, model, settings, problems, outcomes, trace, start, max_sol
     for problem, outcome in zip(problems, outcomes):
         found, count = _mappings(problem, settings["method"], outcome, max_solutions)
         counts.append(count)
-        parts.append([(mapping_names(problem.topo, c), cost, offset + it) for c, cost, it in found])
+        singletons = sorted([x] for x in problem.network.nodes) if settings["method"] == "dcmap" else None
+        part = [(mapping_names(problem.topo, c), cost, offset + it) for c, cost, it in found]
+        parts.append([(names, cost, 0 if names == singletons else it) for names, cost, it in part])
         per_component.append({
-            "nodes": len(problem.network.nodes), "optimal_cost": outcome.best_cost,
+            "nodes": len(problem.network.nodes), "names": [network.label(x) for x in problem.network.nodes],
+            "optimal_cost": outcome.best_cost,
             "lower_bound": outcome.lower_bound,
             "proven_optimal": outcome.proven, "iterations": outcome.iterations,
             "solutions": count, "stop_reason": outcome.stop_reason,
@@ -349,6 +370,8 @@ def _combine(network, model, settings, problems, outcomes, trace, start, max_sol
         clusters = sorted(c for part, _, _ in combo for c in part)
         solutions.append(Solution(clusters, sum(c for _, c, _ in combo), max(i for _, _, i in combo)))
     solutions.sort(key=lambda s: (s.iteration, s.clusters))
+    for solution in solutions:
+        solution.clusters = given_nodes(network, solution.clusters)
     solution_count = math.prod(counts)
     optimal = sum(o.best_cost for o in outcomes)
     lower = sum(o.lower_bound for o in outcomes)
@@ -378,6 +401,9 @@ def _combine(network, model, settings, problems, outcomes, trace, start, max_sol
         started_at=datetime.fromtimestamp(time.time() - (time.perf_counter() - start), timezone.utc)
         .isoformat(timespec="seconds"),
         environment=_environment(),
+        source=network.origin.get("source"),
+        slices=network.origin.get("slices"),
+        observed=sorted(network.observed),
         **settings,
     )
 

@@ -512,3 +512,46 @@ def test_a_network_past_the_float_range(capsys, tmp_path):
     assert code == 0 and json.loads(out)["total"] is None  # valid JSON, no Infinity
     data, _ = solve_json(capsys, net, "-q")
     assert data["proven_optimal"] and data["optimal_cost"] == pytest.approx(8.2e220, rel=1e-9)
+
+
+@pytest.mark.parametrize("command", ["info", "solve"])
+def test_a_node_with_10_to_the_400_states_is_a_one_line_error_or_past_the_float_range(capsys, tmp_path, command):
+    net = write(tmp_path, "vast.json", '{"nodes": [{"id": "A", "states": 1' + "0" * 400 + '}, '
+                                       '{"id": "B", "states": 2}], "edges": [["A", "B"]]}')
+    code, out, err = run(capsys, command, net)
+    if command == "info":
+        assert code == 0 and field(out, "naive cost").startswith("past the float range")
+    else:
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+        assert err.startswith("dcmap: error: the dcmap cost of 'vast' passes the floating-point range")
+
+
+def test_a_memory_limit_below_what_the_process_uses_is_refused_up_front(capsys, tmp_path):
+    target = tmp_path / "result.json"
+    code, out, err = run(capsys, "solve", "paper-example", "--memory-limit", "1", "-o", target)
+    assert code == 2 and out == "" and not target.exists()
+    assert re.fullmatch(r"dcmap: error: --memory-limit 1 MiB is below the \d+ MiB this process already uses "
+                        r"before searching\n", err)
+
+
+def test_brute_force_on_a_network_with_too_many_mappings_is_refused_up_front(capsys, tmp_path):
+    target = tmp_path / "result.json"
+    code, out, err = run(capsys, "solve", "child", "--method", "brute", "-o", target)
+    assert code == 2 and out == "" and not target.exists() and err.count("\n") == 1
+    assert err.startswith("dcmap: error: brute force would enumerate up to 3.355e+7 mappings of 'child'")
+
+
+def test_solve_refuses_a_network_too_large_to_set_up_unless_forced(capsys, monkeypatch):
+    code, out, err = run(capsys, "solve", "seagrass-2tbn", "--slices", "1000", "--time-limit", "10")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert re.search(r"seagrass-2tbn\.json: unrolling 'seagrass' to 1000 slices gives 25,000 nodes and 57,990 "
+                     r"arcs, more than the 10,000 nodes allowed by dcmap solve: .*--time-limit does not cover; "
+                     r"use fewer slices, or give --force\n$", err)
+    code, _, err = run(capsys, "solve", "seagrass-2tbn", "--slices", "10000000", "--force")
+    assert code == 2 and "gives 250,000,000 nodes" in err and "more than the 1,000,000 nodes allowed\n" in err
+    monkeypatch.setattr("dcmap_dist.cli.MAX_SOLVE_NODES", 6)
+    code, _, err = run(capsys, "solve", "paper-example")
+    assert code == 2 and "'paper-example' has 7 nodes, more than the 6 allowed by dcmap solve" in err
+    assert err.endswith("; give --force\n")
+    code, out, _ = run(capsys, "solve", "paper-example", "--force", "-q")
+    assert code == 0 and "cost 54.0, proven optimal" in out

@@ -281,7 +281,11 @@ class Coordinator:
     def cut(self) -> dict[str, Any]:
         """A fresh consistent cut for a checkpoint: the snapshot's parts (Ray references
         to each worker's state and to the batches in flight) and the counters."""
-        self._take_snapshot()
+        try:
+            self._take_snapshot()
+        except ray.exceptions.RayActorError:  # a worker died: recover, then cut again
+            self._recover()
+            self._take_snapshot()
         snap = self.snapshot
         return {"workers": [state for state in snap["workers"]], "inbox": [ref for refs in snap["inbox"]
                                                                          for ref in refs],

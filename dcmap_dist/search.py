@@ -42,6 +42,9 @@ class SearchOutcome:
     lower_bound: float = 0.0  # proven: no mapping costs less (the best cost once proven)
     histories: dict[int, list[History]] = field(default_factory=dict)
     statistics: dict[str, Any] = field(default_factory=dict)  # the distributed search's figures
+    # the search's first mapping (trail, cost): once proven it is also among ``trails``'
+    # mappings if optimal, but it was known from iteration 0
+    incumbent: tuple[tuple, float] | None = None
 
 
 def greedy_dive(problem: Problem, watch: Stopwatch | None = None, breadth: int = 256) -> Branch:
@@ -171,4 +174,4 @@ def outcome(final: Entry | None, first: Branch, proven: bool, stop_reason: str, 
     lower_bound = best if proven else min(best, open_bound)
     histories = gather_histories([t for t, _, _ in trails], fetch)
     return SearchOutcome(best, trails, proven, stop_reason, iterations, list(improvements), peak_memory_mb,
-                         link_records, lower_bound, histories, statistics or {})
+                         link_records, lower_bound, histories, statistics or {}, (first.trail, first.cost))

@@ -336,6 +336,12 @@ def _mappings(problem: Problem, method: str, outcome: SearchOutcome,
                 break
             if clusters not in best or found < best[clusters][1]:
                 best[clusters] = (cost, found)
+    if outcome.incumbent is not None and within(outcome.incumbent[1], outcome.best_cost):
+        # the search's first mapping was known from iteration 0 (listed, and counted, once)
+        for joins, _ in trail_joins(outcome.incumbent[0], {}):
+            clusters = joins_to_clusters(problem.topo, joins)
+            if clusters in best:
+                best[clusters] = (best[clusters][0], 0)
     # a listing that ran to its end counts exactly (the unproven dive may repeat one)
     return [(c, cost, found) for c, (cost, found) in best.items()], total if not complete else len(best)
 

@@ -15,7 +15,6 @@ of the default interval (600 s) is the write time of the largest checkpoint divi
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import shutil
 import sys
@@ -30,7 +29,7 @@ from dcmap_dist import checkpointing, solve  # noqa: E402  (checkpointing import
 from dcmap_dist.checkpoint import generations  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from benchmark_distributed import network  # noqa: E402
+from benchmark_distributed import append, network  # noqa: E402
 
 DEFAULT_EVERY = checkpointing.CHECKPOINT_EVERY
 
@@ -92,13 +91,7 @@ def main() -> None:
         for row in rows:
             row.update(date=datetime.date.today().isoformat(), command=command)
             print(row, flush=True)
-        path = ROOT / "results" / "checkpoints.csv"
-        new = not path.exists()
-        with open(path, "a", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            if new:
-                writer.writeheader()
-            writer.writerows(rows)
+        append(ROOT / "results" / "checkpoints.csv", rows)
 
 
 if __name__ == "__main__":

@@ -187,9 +187,6 @@ class Coordinator:
             namespace="dcmap", scheduling_strategy="SPREAD")
         return actor.remote()
 
-    def pids(self) -> list[int]:
-        return ray.get([w.pid.remote() for w in self.workers])
-
     # -- one search -------------------------------------------------------------
     def begin(self, spec: SearchSpec, settings: dict[str, Any], limits: Limits, g_min: float,
               resume: Resumption | None = None) -> None:
@@ -287,8 +284,7 @@ class Coordinator:
             self._recover()
             self._take_snapshot()
         snap = self.snapshot
-        return {"workers": [state for state in snap["workers"]], "inbox": [ref for refs in snap["inbox"]
-                                                                         for ref in refs],
+        return {"workers": list(snap["workers"]), "inbox": [ref for refs in snap["inbox"] for ref in refs],
                 "table": snap["table"], "iterations": self.iterations, "elapsed": self.elapsed(),
                 "g_min": self.table.g_min, "trace": list(self.trace), "next_owner": self.owners}
 

@@ -114,9 +114,7 @@ class Explorer:
     def receive(self, arrivals: list[tuple[tuple, Branch]]) -> None:
         """Settle a batch of completions sent by other explorers; keep the survivors."""
         for key, branch in arrivals:
-            if self.problem.is_complete(branch):
-                self.improve(branch.cost)
-            survivor = self.offer(key, branch)
+            survivor = self.offer(key, branch)  # a complete one improves G_min there
             if survivor is not None and within(survivor.bound, self.g_min):
                 self.queue.push(survivor)
 

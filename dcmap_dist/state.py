@@ -23,13 +23,6 @@ class SearchState:
     histories: dict[int, list[History]] = field(default_factory=dict)
     dominated: set[int] = field(default_factory=set)
 
-    def merge(self, other: SearchState) -> None:
-        self.branches += other.branches
-        self.arrivals += other.arrivals
-        self.entries.update(other.entries)
-        self.histories.update(other.histories)
-        self.dominated |= other.dominated
-
 
 @dataclass
 class Resumption:

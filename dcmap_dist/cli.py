@@ -1,4 +1,5 @@
-"""The ``dcmap`` command line: ``info``, ``cost``, ``solve`` and ``template``."""
+"""The ``dcmap`` command line: ``info``, ``cost``, ``solve``, ``resume``, ``template``,
+and the pictures ``plot`` and ``draw``."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from .cost import ELIMINATION_ORDERS, CostError, DcmapCost, evaluate_mapping, lo
 from .dynamic import MAX_UNROLLED_NODES, recover_template
 from .limits import INTERRUPT, memory_mb
 from .loading import bundled_examples, load_network
-from .mappings import SCHEMES, check_mapping
+from .mappings import SCHEMES, MappingError, check_mapping
 from .network import Network, NetworkError, TooLarge, read_json
 from .outputs import OutputError, check_output, json_cost, write_atomic
 from .solve import METHODS, SolveResult, solve
@@ -143,6 +144,25 @@ def _parser() -> argparse.ArgumentParser:
     template.add_argument("network", help="network file whose node names carry a slice suffix")
     template.add_argument("--output", "-o", metavar="FILE", help="write the template JSON to FILE")
     template.set_defaults(run=_template)
+
+    plot = sub.add_parser("plot", help="draw a result's anytime trace and similarity curve (needs matplotlib)")
+    plot.add_argument("result", metavar="RESULT", help="result JSON written by dcmap solve --output")
+    plot.add_argument("--output", "-o", metavar="FILE",
+                      help="image to write, its format from its suffix (default: RESULT's name with -trace.png)")
+    plot.add_argument("--title", help="the figure's title")
+    plot.set_defaults(run=_plot)
+
+    draw = sub.add_parser("draw", help="draw a network by layer with the clusters of a result (needs matplotlib)")
+    _network_options(draw)
+    draw.add_argument("result", metavar="RESULT", help="result JSON of a solve of this network")
+    which = draw.add_mutually_exclusive_group()
+    which.add_argument("--solution", type=_COUNT, metavar="N", help="draw the result's N-th mapping (default 0)")
+    which.add_argument("--trace-point", type=_COUNT, metavar="N",
+                       help="draw the mapping of the trace's N-th improvement (an anytime mapping)")
+    draw.add_argument("--output", "-o", metavar="FILE",
+                      help="image to write, its format from its suffix (default: RESULT's name with -clusters.png)")
+    draw.add_argument("--title", help="the figure's title")
+    draw.set_defaults(run=_draw)
     return parser
 
 
@@ -361,6 +381,59 @@ def _summary(result: SolveResult, output: str | None) -> None:
         print(f"  ... and {result.solution_count - 3} more")
     if output:
         print(f"result written to {output}")
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from . import plots  # imports matplotlib only when it draws
+
+    result, output = _picture_paths(args, "-trace.png")
+    try:
+        notes = plots.plot_trace(result, output, args.title)
+    except plots.MissingMatplotlib as exc:
+        return _missing(exc)
+    for note in notes:
+        print(f"note: {note}")
+    print(f"trace written to {output}")
+    return 0
+
+
+def _draw(args: argparse.Namespace) -> int:
+    from . import plots  # imports matplotlib only when it draws
+
+    result, output = _picture_paths(args, "-clusters.png", (Path(args.network),))
+    clusters, what = plots.mapping_of(result, args.solution, args.trace_point)
+    network = _load(args)
+    try:
+        check_mapping(network, clusters, result.get("scheme", "merge"))
+    except MappingError as exc:
+        raise MappingError(f"the mapping drawn from {args.result} does not fit {network.name}: {exc} "
+                           "(was the result solved on this network, with the same --slices?)") from None
+    try:
+        plots.draw_clusters(network, clusters, output, args.title or f"{network.name}: {what}")
+    except plots.MissingMatplotlib as exc:
+        return _missing(exc)
+    print(f"clusters written to {output}")
+    return 0
+
+
+def _picture_paths(args: argparse.Namespace, suffix: str,
+                   inputs: tuple[Path, ...] = ()) -> tuple[dict[str, Any], Path]:
+    """The result JSON of ``plot`` or ``draw``, and the picture's path: ``--output``, or
+    beside the result, its stem with ``suffix``; checked not to be an input."""
+    source = Path(args.result)
+    stem = Path(source.name.removesuffix(".gz")).stem  # result.json.gz -> result
+    output = Path(args.output) if args.output else source.with_name(stem + suffix)
+    check_output(output, [source, *inputs])
+    result = read_json(source)
+    if not isinstance(result, dict):
+        raise NetworkError(f"{source} is not a dcmap result: it holds a JSON {type(result).__name__}, not an object")
+    return result, output
+
+
+def _missing(exc: ImportError) -> int:
+    """Exit code 2, with the install command, when matplotlib is missing."""
+    print(f"dcmap: error: {exc}", file=sys.stderr)
+    return 2
 
 
 def _template(args: argparse.Namespace) -> int:

@@ -207,6 +207,35 @@ def _number(value: Any) -> str:
     return "?" if value is None else f"{value:.12g}"
 
 
+def mapping_of(result: Mapping[str, Any], solution: int | None = None,
+               trace_point: int | None = None) -> tuple[list[list[Hashable]], str]:
+    """One mapping of a result, with a description for a title: optimal mapping number
+    ``solution`` (default 0), or the mapping of trace point ``trace_point``. Raises
+    ValueError when the result has no such mapping."""
+    if trace_point is not None:
+        trace = _trace(result)
+        if not 0 <= trace_point < len(trace):
+            raise ValueError(f"the result's trace has {len(trace)} points (0 to {len(trace) - 1}), "
+                             f"not {trace_point}")
+        point = trace[trace_point]
+        if point.get("clusters") is None:
+            raise ValueError(f"trace point {trace_point} records no mapping (a result written before the trace "
+                             "held mappings; solve again to get them)")
+        return point["clusters"], (f"mapping found at iteration {point['iteration']}, cost "
+                                   f"{_number(point.get('cost'))}")
+    index = 0 if solution is None else solution
+    listed = result.get("solutions") if isinstance(result, Mapping) else None
+    if not isinstance(listed, list):
+        raise ValueError("not a dcmap result: it has no 'solutions' list (write one with dcmap solve --output)")
+    if not 0 <= index < len(listed):
+        raise ValueError(f"the result lists {len(listed)} mappings" +
+                         (f" (0 to {len(listed) - 1})" if listed else "") + f", not {index}")
+    chosen = listed[index]
+    what = "optimal" if result.get("proven_optimal") else "best found (not proven optimal)"
+    return chosen["clusters"], (f"mapping {index} of {result.get('solution_count', len(listed))}, {what}, "
+                                f"cost {_number(chosen.get('cost'))}")
+
+
 # --- a mapping drawn on its network -----------------------------------------------------------------------------
 
 SLOT_INCHES = 1.6  # width of a node's slot in a layer
@@ -472,32 +501,3 @@ def _cell(row: Mapping[str, str], column: str, k: int) -> float | None:
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"row {k}: {column} is {text!r}, not a number >= 0")
     return value
-
-
-def mapping_of(result: Mapping[str, Any], solution: int | None = None,
-               trace_point: int | None = None) -> tuple[list[list[Hashable]], str]:
-    """One mapping of a result, with a description for a title: optimal mapping number
-    ``solution`` (default 0), or the mapping of trace point ``trace_point``. Raises
-    ValueError when the result has no such mapping."""
-    if trace_point is not None:
-        trace = _trace(result)
-        if not 0 <= trace_point < len(trace):
-            raise ValueError(f"the result's trace has {len(trace)} points (0 to {len(trace) - 1}), "
-                             f"not {trace_point}")
-        point = trace[trace_point]
-        if point.get("clusters") is None:
-            raise ValueError(f"trace point {trace_point} records no mapping (a result written before the trace "
-                             "held mappings; solve again to get them)")
-        return point["clusters"], (f"mapping found at iteration {point['iteration']}, cost "
-                                   f"{_number(point.get('cost'))}")
-    index = 0 if solution is None else solution
-    listed = result.get("solutions") if isinstance(result, Mapping) else None
-    if not isinstance(listed, list):
-        raise ValueError("not a dcmap result: it has no 'solutions' list (write one with dcmap solve --output)")
-    if not 0 <= index < len(listed):
-        raise ValueError(f"the result lists {len(listed)} mappings" +
-                         (f" (0 to {len(listed) - 1})" if listed else "") + f", not {index}")
-    chosen = listed[index]
-    what = "optimal" if result.get("proven_optimal") else "best found (not proven optimal)"
-    return chosen["clusters"], (f"mapping {index} of {result.get('solution_count', len(listed))}, {what}, "
-                                f"cost {_number(chosen.get('cost'))}")

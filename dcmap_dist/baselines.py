@@ -12,7 +12,8 @@ from .engine import Branch, Problem, within
 from .limits import Limits, SearchInterrupted, Stopwatch
 from .mappings import enumerate_mappings
 from .network import Network
-from .search import SearchOutcome
+from .linking import Improvement
+from .search import OnImprovement, SearchOutcome, announce
 from .structure import eta, scientific
 
 # brute force refuses a network with possibly more feasible mappings than this
@@ -23,7 +24,7 @@ BRUTE_FORCE_LIMIT = 10**6
 def bfs_search(
     problem: Problem,
     limits: Limits | None = None,
-    on_improvement: Callable[[float, int, float], None] | None = None,
+    on_improvement: OnImprovement | None = None,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> SearchOutcome:
     """The paper's breadth-first search over the same layers and proposals: every
@@ -33,7 +34,7 @@ def bfs_search(
     iterations = 0
     best = math.inf
     found: list[tuple[Any, float, int]] = []
-    trace: list[tuple[int, float, float]] = []
+    trace: list[Improvement] = []
     stop_reason = "finished"
     while queue:
         reason = watch.check(iterations)
@@ -47,9 +48,8 @@ def bfs_search(
             if problem.is_complete(branch):
                 if not within(best, branch.cost):
                     best = branch.cost
-                    trace.append((iterations, watch.elapsed(), best))
-                    if on_improvement:
-                        on_improvement(best, iterations, watch.elapsed())
+                    trace.append((iterations, watch.elapsed(), best, branch.trail))
+                    announce(problem, trace, len(trace) - 1, on_improvement, lambda records: {})  # no records
                     found = [f for f in found if within(f[1], best)]
                 if within(branch.cost, best):
                     found.append((branch.trail, branch.cost, iterations))

@@ -22,7 +22,7 @@ from .checkpoint import (CheckpointError, history_rows, read_checkpoint, state_r
 from .cost import CostModel, model_params
 from .network import Network, network_from_dict
 from .search import SearchOutcome
-from .state import Resumption, SearchState, resumption
+from .state import Resumption, SearchState, plain_trace, resumption, trace_from_plain
 
 CHECKPOINT_EVERY = 600.0  # default seconds between checkpoints
 # what must agree between a checkpoint and the search resuming it
@@ -69,7 +69,8 @@ class Checkpointer:
         self.finished: list[dict[str, Any]] = []
         self.finished_histories: list[dict[int, list]] = []
         self.component = 0
-        self.solve_trace: list[dict[str, float]] = []  # the solve's anytime trace (shared with it)
+        self.solve_trace: list[dict[str, Any]] = []  # the solve's anytime trace (shared with it)
+        self.solve_bounds: list[dict[str, float]] = []  # and its lower bound samples
         self.start = time.perf_counter()  # when the solve started (moved back on resumption)
         self.next_due = time.monotonic() + every
         self.written = 0
@@ -83,7 +84,8 @@ class Checkpointer:
         component being searched (``counters`` None: no component in progress)."""
         start = time.monotonic()
         metadata = dict(self.identity, component=self.component, counters=counters, finished=self.finished,
-                        solve_trace=self.solve_trace, solve_elapsed=time.perf_counter() - self.start)
+                        solve_trace=self.solve_trace, solve_bounds=self.solve_bounds,
+                        solve_elapsed=time.perf_counter() - self.start)
         rows = itertools.chain(
             (row for k, histories in enumerate(self.finished_histories) for row in history_rows(k, histories)),
             (row for part in parts for row in state_rows(self.component, part)),
@@ -105,7 +107,7 @@ class Checkpointer:
             "best_cost": outcome.best_cost, "proven": outcome.proven, "stop_reason": outcome.stop_reason,
             "iterations": outcome.iterations, "lower_bound": outcome.lower_bound,
             "link_records": outcome.link_records, "peak_memory_mb": outcome.peak_memory_mb,
-            "trace": [list(t) for t in outcome.trace],
+            "trace": plain_trace(outcome.trace),
             "trails": [[list(trail), cost, iteration] for trail, cost, iteration in outcome.trails],
         })
         self.finished_histories.append(outcome.histories)
@@ -138,7 +140,7 @@ class Resume:
             trails = [(tuple(trail), cost, iteration) for trail, cost, iteration in done["trails"]]
             outcomes.append(SearchOutcome(
                 done["best_cost"], trails, done["proven"], done["stop_reason"], done["iterations"],
-                [tuple(t) for t in done["trace"]], done["peak_memory_mb"], done["link_records"],
+                trace_from_plain(done["trace"]), done["peak_memory_mb"], done["link_records"],
                 done["lower_bound"], table_histories(self.tables, k)))
         return outcomes
 

@@ -459,7 +459,7 @@ class _Progress:
         self.calls = 0
         self.shown = False
 
-    def improved(self, cost: float, iteration: int, seconds: float) -> None:
+    def improved(self, cost: float, iteration: int, seconds: float, _clusters: Any = None) -> None:
         if self.enabled:
             self._clear()
             print(f"improved: cost {cost:.1f} at iteration {iteration} ({seconds:.1f} s)", file=sys.stderr)

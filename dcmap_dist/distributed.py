@@ -46,9 +46,9 @@ from .cost import CostModel
 from .engine import Branch, Problem, within
 from .explorer import Explorer
 from .limits import INTERRUPT, Limits, Stopwatch
-from .linking import Entry, LinkShard, route
+from .linking import Entry, Improvement, LinkShard, route
 from .network import Network
-from .search import Saver, SearchOutcome, incumbent, outcome
+from .search import Saver, SearchOutcome, announce, incumbent, outcome
 from .state import Resumption, SearchState, counters
 
 LINK_TABLES = ("sharded", "coordinator")
@@ -207,7 +207,7 @@ class Coordinator:
         self.totals = {"rounds": 0, "received": 0, "sent": 0, "bytes": 0, "coordinator_busy": 0.0,
                        "snapshots": 0, "snapshot_seconds": 0.0, "recoveries": 0}
         self.iterations = resume.iterations if resume else 0
-        self.trace: list[tuple[int, float, float]] = list(resume.trace) if resume else []
+        self.trace: list[Improvement] = list(resume.trace) if resume else []
         self.stats: list[dict[str, Any]] = []
         self.stop: str | None = None
         self.peak_memory = 0.0
@@ -594,13 +594,13 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
         handle = coordinator(workers)
         ray.get(handle.begin.remote(spec, settings, limits, g_min, resume))
     heard = len(_improving(list(resume.trace), first)) if resume else 0  # announced before
+
+    def fetch(records: set[int]) -> dict[int, list]:
+        return ray.get(handle.lookup.remote(records))
+
     while True:
         report = ray.get(handle.advance.remote(PROGRESS_SECONDS))
-        trace = _improving(report.pop("trace"), first)
-        if on_improvement:
-            for iteration, seconds, cost in trace[heard:]:
-                on_improvement(cost, iteration, seconds)
-        heard = len(trace)
+        heard = announce(problem, _improving(report.pop("trace"), first), heard, on_improvement, fetch)
         if report["done"]:
             break
         if on_progress:
@@ -616,7 +616,7 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
         on_progress(report)
     return outcome(result["final"], first, result["stop"] == "finished", result["stop"], result["iterations"],
                    _improving(result["trace"], first), result["lower_bound"], result["memory_mb"],
-                   lambda records: ray.get(handle.lookup.remote(records)), result["link_records"],
+                   fetch, result["link_records"],
                    statistics={name: result[name] for name in STATISTICS})
 
 
@@ -639,12 +639,12 @@ def _save(handle: Any, saver: Saver, first: Branch) -> None:
                                  first, cut["next_owner"]))
 
 
-def _improving(trace: list[tuple[int, float, float]], first: Branch) -> list[tuple[int, float, float]]:
+def _improving(trace: list[Improvement], first: Branch) -> list[Improvement]:
     """The strictly improving subsequence of improvements gathered from all workers, by
     time, starting with the incumbent's."""
-    out: list[tuple[int, float, float]] = []
-    trace = [(0, 0.0, first.cost), *trace]
-    for iteration, seconds, cost in sorted(trace, key=lambda t: (t[1], t[0])):
+    out: list[Improvement] = []
+    trace = [(0, 0.0, first.cost, first.trail), *trace]
+    for iteration, seconds, cost, trail in sorted(trace, key=lambda t: (t[1], t[0])):
         if not out or not within(out[-1][2], cost):
-            out.append((max(iteration, out[-1][0]) if out else iteration, seconds, cost))
+            out.append((max(iteration, out[-1][0]) if out else iteration, seconds, cost, trail))
     return out

@@ -25,7 +25,7 @@ from typing import Any
 
 from .engine import Branch, Problem, within
 from .limits import SearchInterrupted, Stopwatch
-from .linking import CHEAPER, NEW, LinkShard, route
+from .linking import CHEAPER, NEW, Improvement, LinkShard, route
 
 SENT_MEMORY = 1 << 18  # foreign keys whose best sent cost is remembered (a filter only)
 
@@ -93,7 +93,7 @@ class Explorer:
         self.iterations = 0
         self.iteration_offset = 0  # added to local counts in histories and the trace
         self.time_offset = 0.0  # seconds of the whole search when this step's clock started
-        self.improvements: list[tuple[int, float, float]] = []  # (iteration, seconds, cost)
+        self.improvements: list[Improvement] = []
         self.watch: Stopwatch | None = None
 
     # -- arrivals -------------------------------------------------------------
@@ -107,7 +107,7 @@ class Explorer:
         if outcome not in (NEW, CHEAPER):
             return None
         if key == self.final_key:
-            self.improve(branch.cost)
+            self.improve(branch.cost, branch.trail)
             return None
         return branch.advanced(record)
 
@@ -123,11 +123,12 @@ class Explorer:
         for branch in branches:
             self.queue.push(branch)
 
-    def improve(self, cost: float) -> None:
-        """A complete mapping of ``cost`` exists: lower ``G_min`` and record it."""
+    def improve(self, cost: float, trail: tuple) -> None:
+        """A complete mapping of ``cost`` reached by ``trail`` exists: lower ``G_min``
+        and record it."""
         if not within(self.g_min, cost):
             self.g_min = cost
-            self.improvements.append((self.stamp(), self.seconds(), cost))
+            self.improvements.append((self.stamp(), self.seconds(), cost, trail))
 
     def stamp(self) -> int:
         return self.iteration_offset + self.iterations
@@ -186,7 +187,7 @@ class Explorer:
         was already sent there (bests only fall, so a worse one would be refused)."""
         key = self.problem.link_key(branch)
         if self.problem.is_complete(branch):
-            self.improve(branch.cost)
+            self.improve(branch.cost, branch.trail)
         owner = route(key, self.shards)
         if self.shard is not None and owner == self.shard_index:
             return self.offer(key, branch)

@@ -32,6 +32,7 @@ from .engine import within
 
 NEW, CHEAPER, TIE, WORSE = "new", "cheaper", "tie", "worse"
 History = tuple[tuple, int]  # (trail, iteration found)
+Improvement = tuple[int, float, float, tuple]  # (iteration, seconds, cost, trail of the mapping)
 
 
 def route(key: tuple, shards: int) -> int:
@@ -139,6 +140,21 @@ def trail_joins(trail: tuple, histories: dict[int, list[History]]) -> Iterator[t
         else:
             for prefix, iteration in histories[record]:
                 stack.append((prefix, joins, max(found, iteration)))
+
+
+def trail_path(trail: tuple, fetch: Callable[[set[int]], dict[int, list[History]]]) -> tuple[int, ...]:
+    """The join masks of the one mapping a branch itself followed to ``trail``: each
+    record's first history is the arrival that made the record (later ones are ties)."""
+    joins: tuple[int, ...] = ()
+    while True:
+        record, *later = trail
+        joins = tuple(later) + joins
+        if record is None:
+            return joins
+        got = fetch({record})
+        if record not in got:
+            raise RuntimeError(f"link record {record} is held by no shard")
+        trail = got[record][0][0]
 
 
 def trail_count(trail: tuple, histories: dict[int, list[History]], memo: dict[int, int] | None = None) -> int:

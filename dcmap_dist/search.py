@@ -15,13 +15,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .engine import Branch, Problem, within
+from .engine import Branch, Problem, joins_to_clusters, within
 from .explorer import Explorer
 from .limits import Limits, SearchInterrupted, Stopwatch
 from .state import Resumption, SearchState, counters
-from .linking import Entry, History, LinkShard, gather_histories
+from .linking import Entry, History, Improvement, LinkShard, gather_histories, trail_path
 
 STEP_SECONDS = 0.25  # how often the serial loop pauses to report progress
+
+# on_improvement(cost, iteration, seconds, clusters): clusters are the improved
+# mapping's cluster masks (None for an improvement saved without its mapping)
+OnImprovement = Callable[[float, int, float, "tuple[int, ...] | None"], None]
 
 
 @dataclass
@@ -36,7 +40,7 @@ class SearchOutcome:
     proven: bool
     stop_reason: str
     iterations: int
-    trace: list[tuple[int, float, float]] = field(default_factory=list)
+    trace: list[Improvement] = field(default_factory=list)
     peak_memory_mb: float = 0.0
     link_records: int = 0
     lower_bound: float = 0.0  # proven: no mapping costs less (the best cost once proven)
@@ -85,7 +89,7 @@ def dcmap_search(
     alpha: float = 0.6,
     seed: int = 0,
     limits: Limits | None = None,
-    on_improvement: Callable[[float, int, float], None] | None = None,
+    on_improvement: OnImprovement | None = None,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
     saver: Saver | None = None,
     resume: Resumption | None = None,
@@ -98,7 +102,7 @@ def dcmap_search(
     if resume is None:
         explorer.shard = LinkShard(owner=0)
         first = incumbent(problem, watch)
-        explorer.improve(first.cost)
+        explorer.improve(first.cost, first.trail)
         root = problem.root()
         explorer.active = explorer.offer(problem.link_key(root), root)
         owner = 1
@@ -119,10 +123,7 @@ def dcmap_search(
 
     def report() -> None:
         nonlocal heard
-        if on_improvement:
-            for iteration, seconds, cost in explorer.improvements[heard:]:
-                on_improvement(cost, iteration, seconds)
-        heard = len(explorer.improvements)
+        heard = announce(problem, explorer.improvements, heard, on_improvement, explorer.shard.lookup)
 
     def save() -> None:
         state = SearchState(explorer.open_branches(), [], explorer.shard.entries, explorer.shard.histories,
@@ -150,6 +151,23 @@ def dcmap_search(
                    shard.lookup, len(shard.entries))
 
 
+def announce(problem: Problem, improvements: list[Improvement], heard: int,
+             on_improvement: OnImprovement | None, fetch: Callable[[set[int]], dict[int, list[History]]]) -> int:
+    """Tell ``on_improvement`` of every improvement after the first ``heard``, with its
+    mapping (rebuilt from its trail: ``fetch`` finds link records' histories); the
+    number heard."""
+    if on_improvement:
+        for iteration, seconds, cost, trail in improvements[heard:]:
+            on_improvement(cost, iteration, seconds, improvement_clusters(problem, trail, fetch))
+    return len(improvements)
+
+
+def improvement_clusters(problem: Problem, trail: tuple | None,
+                         fetch: Callable[[set[int]], dict[int, list[History]]]) -> tuple[int, ...] | None:
+    """The cluster masks of the mapping an improvement's trail reached (None: no trail)."""
+    return None if trail is None else joins_to_clusters(problem.topo, trail_path(trail, fetch))
+
+
 def progress(explorer: Explorer, watch: Stopwatch) -> dict[str, Any]:
     """The figures of a progress report: iterations, best cost, lower bound, open
     branches, rate, elapsed seconds, memory."""
@@ -159,7 +177,7 @@ def progress(explorer: Explorer, watch: Stopwatch) -> dict[str, Any]:
 
 
 def outcome(final: Entry | None, first: Branch, proven: bool, stop_reason: str, iterations: int,
-            improvements: list[tuple[int, float, float]], open_bound: float, peak_memory_mb: float,
+            improvements: list[Improvement], open_bound: float, peak_memory_mb: float,
             fetch: Callable[[set[int]], dict[int, list[History]]], link_records: int,
             statistics: dict[str, Any] | None = None) -> SearchOutcome:
     """The outcome of a DCMAP search from its final link table entry, its incumbent

@@ -18,6 +18,7 @@ import networkx
 import numpy
 
 from . import __version__
+from .anytime import Anytime
 from .baselines import bfs_search, brute_force
 from .cost import CostModel, load_cost, model_params
 from .engine import Problem, joins_to_clusters, within
@@ -64,7 +65,7 @@ class SolveResult:
     first_optimal_iteration: int | None
     first_optimal_seconds: float | None
     elapsed_seconds: float
-    trace: list[dict[str, float]]
+    trace: list[dict[str, Any]]  # per improvement: iteration, seconds, cost, clusters (the mapping)
     stop_reason: str
     alpha: float
     seed: int
@@ -80,6 +81,7 @@ class SolveResult:
     source: str | None = None  # the input as given (a path or a bundled example's name), if a file
     slices: int | None = None  # the slices a template was unrolled to
     observed: list[str] = field(default_factory=list)  # the observed nodes, sorted
+    bounds: list[dict[str, float]] = field(default_factory=list)  # lower bound samples: iteration, seconds
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data. Costs have 12 significant digits (:func:`outputs.json_cost`),
@@ -95,6 +97,10 @@ class SolveResult:
             solution["cost"] = json_cost(solution["cost"])
         for point in data["trace"]:
             point["cost"] = json_cost(point["cost"])
+            if "clusters" in point:
+                point["clusters"] = sorted(sorted(map(str, c)) for c in point["clusters"])
+        for point in data["bounds"]:
+            point["lower_bound"] = json_cost(point["lower_bound"])
         for part in data["components"]:
             part["names"] = sorted(map(str, part["names"]))
             for name in ("optimal_cost", "lower_bound"):
@@ -117,7 +123,7 @@ def solve(
     memory_limit_mb: float | None = None,
     order: str = "cpt",
     addition: float = 0.6,
-    on_improvement: Callable[[float, int, float], None] | None = None,
+    on_improvement: Callable[[float, int, float, list[list[Hashable]] | None], None] | None = None,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
     key: str = "lean",
     use_bound: bool = True,
@@ -136,8 +142,10 @@ def solve(
     ``cost`` is ``"dcmap"`` (with ``order`` and ``addition``), ``"module:name"``, a
     cost model or a callable (see :mod:`dcmap_dist.cost`). ``method`` is ``dcmap``,
     ``bfs`` or ``brute``. Limits stop the search cleanly with the best mappings so
-    far and ``proven_optimal = False``. ``on_improvement(cost, iteration, seconds)``
-    hears every improved total; ``on_progress(stats)`` about once a second.
+    far and ``proven_optimal = False``. ``on_improvement(cost, iteration, seconds,
+    clusters)`` hears every improved total with its mapping (as in ``solutions``;
+    None for an improvement of a resumed search saved without it);
+    ``on_progress(stats)`` about once a second.
     ``key`` (``lean`` or ``full``) picks the dominance key and ``use_bound=False``
     switches off pruning by the model's lower bound (both for comparisons).
 
@@ -191,10 +199,7 @@ def solve(
     start = session = time.perf_counter()  # start moves back by the time before a resumption
     problems = [Problem(part, model, scheme, graph=network, key=key, lower_bound=use_bound)
                 for part in network.components()]
-    # until a component is searched, its greedy mapping stands in for the anytime total
-    standing = [p.singletons().cost for p in problems] if method == "dcmap" else [math.nan] * len(problems)
     outcomes: list[SearchOutcome] = []
-    trace: list[dict[str, float]] = []
     offset = 0
     before = 0  # iterations done before a resumption (limits count from it)
     in_progress = None
@@ -202,19 +207,21 @@ def solve(
         resumed.check(network, model, {name: identity[name] for name in ("scheme", "link_key", "use_bound")})
         outcomes = resumed.finished()
         in_progress = resumed.in_progress()
-        trace = list(resumed.metadata["solve_trace"])
         start -= resumed.metadata["solve_elapsed"]
-        for k, done in enumerate(outcomes):
-            standing[k] = done.best_cost
-            offset += done.iterations
+    anytime = Anytime(network, problems, method, start)
+    if resumed is not None:
+        standing = {k: (done.best_cost, done.lower_bound) for k, done in enumerate(outcomes)}
+        offset = sum(done.iterations for done in outcomes)
         before = offset
         if in_progress is not None:
-            standing[len(outcomes)] = in_progress.g_min
+            standing[len(outcomes)] = (in_progress.g_min, anytime.bounds_of[len(outcomes)])
             before += in_progress.iterations
+        anytime.restore(list(resumed.metadata["solve_trace"]), list(resumed.metadata.get("solve_bounds", [])),
+                        standing)
         if checkpointer is not None:
             checkpointer.adopt(resumed)
     if checkpointer is not None:
-        checkpointer.solve_trace = trace
+        checkpointer.solve_trace, checkpointer.solve_bounds = anytime.trace, anytime.bounds
         checkpointer.start = start
     runner = _Runner(method, alpha, seed, workers, address, link_table, snapshot_every)
     try:
@@ -224,26 +231,18 @@ def solve(
             resumed_at = in_progress.iterations if in_progress else 0
             limits = _remaining(time_limit, max_iterations, memory_limit_mb, session,
                                 offset + resumed_at - before, resumed_at)
-
-            def improved(value: float, iteration: int, _seconds: float, k: int = k, offset: int = offset) -> None:
-                standing[k] = value
-                total = sum(standing)
-                if math.isnan(total):
-                    return
-                seconds = time.perf_counter() - start
-                trace.append({"iteration": offset + iteration, "seconds": seconds, "cost": total})
-                if on_improvement:
-                    on_improvement(total, offset + iteration, seconds)
-
+            improved, progressed = anytime.listeners(k, offset, on_improvement, on_progress)
             if isinstance(limits, str):  # the budget is spent: keep the all-singletons mapping
                 fallback = problem.singletons()
                 outcomes.append(SearchOutcome(fallback.cost, [((None,), fallback.cost, 0)], False, limits, 0,
-                                              lower_bound=problem.score(problem.root()).bound))
+                                              lower_bound=anytime.bounds_of[k]))
+                anytime.finish(k, offset, fallback.cost, anytime.bounds_of[k])
                 continue
-            outcome = runner.run(problem, limits, improved, on_progress, checkpointer, in_progress)
+            outcome = runner.run(problem, limits, improved, progressed, checkpointer, in_progress)
             in_progress = None
             outcomes.append(outcome)
             offset += outcome.iterations
+            anytime.finish(k, offset, outcome.best_cost, outcome.lower_bound)
             if checkpointer is not None:
                 if not outcome.proven:  # its checkpoint was written when it stopped
                     checkpointer = None
@@ -256,7 +255,7 @@ def solve(
     settings = {"scheme": scheme, "method": method, "alpha": alpha, "seed": seed,
                 "link_key": key, "use_bound": use_bound, "workers": runner.workers,
                 "link_table": link_table if runner.workers > 1 else None}
-    return _combine(network, model, settings, problems, outcomes, trace, start, max_solutions)
+    return _combine(network, model, settings, problems, outcomes, anytime, start, max_solutions)
 
 
 def _remaining(time_limit, max_iterations, memory_limit_mb, start, used, resumed_at: int = 0) -> Limits | str:
@@ -301,7 +300,7 @@ class _Runner:
             return bfs_search(problem, limits, improved, on_progress)
         found = brute_force(problem, limits)
         best = min(c for _, c, _ in found)
-        improved(best, len(found), 0.0)
+        improved(best, len(found), 0.0, next(c for c, cost, _ in found if within(cost, best)))
         keep = [(clusters, c, i) for clusters, c, i in found if within(c, best)]
         return SearchOutcome(best, keep, True, "finished", len(found), lower_bound=best)
 
@@ -346,7 +345,7 @@ def _mappings(problem: Problem, method: str, outcome: SearchOutcome,
     return [(c, cost, found) for c, (cost, found) in best.items()], total if not complete else len(best)
 
 
-def _combine(network, model, settings, problems, outcomes, trace, start, max_solutions) -> SolveResult:
+def _combine(network, model, settings, problems, outcomes, anytime: Anytime, start, max_solutions) -> SolveResult:
     """The result of a solve from the outcomes of its components. A solution's iteration
     is the first at which every component's part of it was known; with DCMAP, a
     component's all-singletons mapping is known from the start (it is the anytime
@@ -381,6 +380,7 @@ def _combine(network, model, settings, problems, outcomes, trace, start, max_sol
     solution_count = math.prod(counts)
     optimal = sum(o.best_cost for o in outcomes)
     lower = sum(o.lower_bound for o in outcomes)
+    trace = anytime.trace
     first_traced = next((t["iteration"] for t in trace if within(t["cost"], optimal)), None)
     first = min((i for i in [first_traced, *(s.iteration for s in solutions)] if i is not None), default=None)
     first_seconds = next((t["seconds"] for t in trace if within(t["cost"], optimal)), None)
@@ -400,7 +400,9 @@ def _combine(network, model, settings, problems, outcomes, trace, start, max_sol
         first_optimal_iteration=first,
         first_optimal_seconds=first_seconds,
         elapsed_seconds=time.perf_counter() - start,
-        trace=trace,
+        trace=[{**t, "clusters": given_nodes(network, t["clusters"])} if "clusters" in t else dict(t)
+               for t in trace],
+        bounds=list(anytime.bounds),
         stop_reason=stops[0] if stops else "finished",
         peak_memory_mb=max((o.peak_memory_mb for o in outcomes), default=0.0),
         components=per_component,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .engine import Branch
-from .linking import Entry, History
+from .linking import Entry, History, Improvement
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Resumption:
     iterations: int
     elapsed: float
     g_min: float
-    trace: list[tuple[int, float, float]]
+    trace: list[Improvement]
     first: Branch  # the incumbent the search started from
     next_owner: int  # link shards made from now on take owner numbers from here
 
@@ -40,7 +40,7 @@ class Resumption:
 def counters(iterations: int, elapsed: float, g_min: float, trace: list, first: Branch,
              next_owner: int) -> dict[str, Any]:
     """The counters a checkpoint keeps beside the state (plain JSON values)."""
-    return {"iterations": iterations, "elapsed": elapsed, "g_min": g_min, "trace": [list(t) for t in trace],
+    return {"iterations": iterations, "elapsed": elapsed, "g_min": g_min, "trace": plain_trace(trace),
             "first_cost": first.cost, "first_trail": list(first.trail), "next_owner": next_owner}
 
 
@@ -48,4 +48,16 @@ def resumption(state: SearchState, saved: dict[str, Any]) -> Resumption:
     """The inverse of :func:`counters`, with the state."""
     first = Branch(0, -1, (), (), saved["first_cost"], tuple(saved["first_trail"]))
     return Resumption(state, saved["iterations"], saved["elapsed"], saved["g_min"],
-                      [tuple(t) for t in saved["trace"]], first, saved["next_owner"])
+                      trace_from_plain(saved["trace"]), first, saved["next_owner"])
+
+
+def plain_trace(trace: list[Improvement]) -> list[list]:
+    """Improvements as JSON values (a trail becomes a list)."""
+    return [[iteration, seconds, cost, None if trail is None else list(trail)]
+            for iteration, seconds, cost, trail in trace]
+
+
+def trace_from_plain(saved: list[list]) -> list[Improvement]:
+    """The inverse of :func:`plain_trace`; an improvement saved without a trail gets None."""
+    return [(iteration, seconds, cost, tuple(rest[0]) if rest and rest[0] is not None else None)
+            for iteration, seconds, cost, *rest in saved]

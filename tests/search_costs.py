@@ -117,3 +117,28 @@ COST_MODELS = {
 
 def partition(clusters: Iterable[Iterable[str]]) -> frozenset[frozenset[str]]:
     return frozenset(frozenset(c) for c in clusters)
+
+
+def trace_problem(network: Network, result, cost=DcmapCost(), scheme: str = "merge") -> str | None:
+    """What is wrong with a result's anytime record, or None: every traced improvement
+    must carry a feasible mapping that costs what the trace says (checked with
+    ``check_mapping`` and ``evaluate_mapping``, not the search's own code), the last
+    at the best cost; every lower bound sample must be at most the best cost."""
+    from dcmap_dist.cost import FunctionCost, evaluate_mapping
+    from dcmap_dist.mappings import check_mapping
+
+    model = cost if hasattr(cost, "evaluate") else FunctionCost(cost)
+    tolerance = 1e-9 * max(1.0, abs(result.optimal_cost))
+    for point in result.trace:
+        if "clusters" not in point:
+            return f"trace point at iteration {point['iteration']} has no mapping"
+        check_mapping(network, point["clusters"], scheme)
+        total = sum(c.cost for c in evaluate_mapping(network, point["clusters"], model))
+        if abs(total - point["cost"]) > tolerance * 10:
+            return f"trace point at iteration {point['iteration']}: mapping costs {total}, trace says {point['cost']}"
+    if not result.trace or abs(result.trace[-1]["cost"] - result.optimal_cost) > tolerance:
+        return "the trace does not end at the best cost"
+    for sample in result.bounds:
+        if sample["lower_bound"] > result.optimal_cost + tolerance:
+            return f"bound sample {sample} above the best cost {result.optimal_cost}"
+    return None

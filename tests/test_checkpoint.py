@@ -24,7 +24,7 @@ from dcmap_dist.cost import DcmapCost
 from dcmap_dist.loading import load_network
 from dcmap_dist.solve import solve
 
-from search_costs import COST_MODELS, partition, random_network
+from search_costs import COST_MODELS, partition, random_network, trace_problem
 
 TESTS = Path(__file__).resolve().parent
 
@@ -78,6 +78,7 @@ def test_interrupted_and_resumed_searches_are_exact(tmp_path):
             problems.append(f"seed {seed}: {summary(result)[:2]} after {rounds} resumptions, "
                             f"uninterrupted {summary(whole)[:2]}")
         assert result.trace[0]["cost"] == whole.trace[0]["cost"]  # the trace continues, not restarts
+        assert trace_problem(network, result, cost, scheme) is None, f"seed {seed}"
     assert not problems, "\n".join(problems)
     assert resumptions >= 60
 

@@ -17,7 +17,7 @@ import pytest
 from dcmap_dist.loading import load_network
 from dcmap_dist.solve import solve
 
-from search_costs import COST_MODELS, partition, random_network
+from search_costs import COST_MODELS, partition, random_network, trace_problem
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -66,7 +66,10 @@ def test_distributed_equals_serial_on_random_graphs(seeds):
                 continue
             result = solve(network, COST_MODELS[name], scheme, max_solutions=None, workers=workers,
                            link_table=table)
-            problem = disagreement(serial, result, f"seed {seed} {scheme} {name} W={workers} {table}")
+            label = f"seed {seed} {scheme} {name} W={workers} {table}"
+            problem = disagreement(serial, result, label)
+            if problem is None and (bad := trace_problem(network, result, COST_MODELS[name], scheme)):
+                problem = f"{label}: {bad}"
             if problem:
                 problems.append(problem)
     assert not problems, "\n".join(problems[:20])
@@ -117,6 +120,7 @@ def test_a_killed_worker_loses_nothing():
     assert killed, "the run ended before a worker could be killed"
     assert result.components[0]["distributed"]["recoveries"] >= 1
     assert disagreement(serial, result, "after a kill") is None
+    assert trace_problem(network, result, COST_MODELS["dcmap-paper"]) is None
 
 
 def test_limits_stop_a_distributed_search():
@@ -129,6 +133,7 @@ def test_limits_stop_a_distributed_search():
     assert not result.proven_optimal and result.stop_reason == "time_limit"
     assert result.lower_bound <= 5332.4 + 1e-6 <= result.optimal_cost + 1e-6
     assert result.trace and result.trace[-1]["cost"] == pytest.approx(result.optimal_cost)
+    assert trace_problem(load_network("seagrass-2tbn", slices=2), result, COST_MODELS["dcmap-paper"]) is None
 
 
 def test_progress_reports_the_distributed_figures():

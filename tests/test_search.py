@@ -35,6 +35,7 @@ from search_costs import (
     random_network,
     same_cluster_cost,
     tie_cost,
+    trace_problem,
 )
 
 REL = 1e-9
@@ -415,6 +416,15 @@ def assert_trace_ok(trace):
     assert all(a <= b for a, b in zip(seconds, seconds[1:])), seconds
 
 
+def assert_anytime_record(network, result, model, scheme="merge"):
+    """The trace's mappings and the bound samples are right, and there are samples."""
+    assert_trace_ok(result.trace)
+    assert trace_problem(network, result, model, scheme) is None, trace_problem(network, result, model, scheme)
+    assert result.bounds, "no lower bound samples"
+    assert result.bounds[-1]["lower_bound"] == pytest.approx(result.lower_bound, rel=REL)
+    assert [b["seconds"] for b in result.bounds] == sorted(b["seconds"] for b in result.bounds)
+
+
 @pytest.fixture(scope="module")
 def child() -> Network:
     return load_network("child")
@@ -445,7 +455,7 @@ def test_time_limit_on_two_slice_seagrass():
     improvements = []
     start = time.perf_counter()
     r = solve(network, order="paper", time_limit=0.5,
-              on_improvement=lambda c, i, s: improvements.append((c, i, s)))
+              on_improvement=lambda c, i, s, m: improvements.append((c, i, s, m)))
     elapsed = time.perf_counter() - start
     assert not r.proven_optimal
     assert r.stop_reason == "time_limit"
@@ -454,7 +464,8 @@ def test_time_limit_on_two_slice_seagrass():
     assert_feasible_and_priced(network, r, DcmapCost("paper"))
     assert_trace_ok(r.trace)
     # on_improvement heard exactly the trace
-    assert [(c, i) for c, i, _ in improvements] == [(t["cost"], t["iteration"]) for t in r.trace]
+    assert [(c, i, m) for c, i, _, m in improvements] == [(t["cost"], t["iteration"], t["clusters"]) for t in r.trace]
+    assert_anytime_record(network, r, DcmapCost("paper"))
     assert r.trace[-1]["cost"] == pytest.approx(r.optimal_cost, rel=REL)
     assert r.first_optimal_iteration is not None
     assert r.first_optimal_iteration <= r.iterations
@@ -480,9 +491,30 @@ def test_on_improvement_matches_trace(child, method):
     heard = []
     network = child if method == "dcmap" else random_network(7)
     r = solve(network, method=method, max_iterations=2000 if method == "dcmap" else None,
-              on_improvement=lambda c, i, s: heard.append((c, i)))
-    assert heard == [(t["cost"], t["iteration"]) for t in r.trace]
+              on_improvement=lambda c, i, s, m: heard.append((c, i, m)))
+    assert heard == [(t["cost"], t["iteration"], t["clusters"]) for t in r.trace]
     assert_trace_ok(r.trace)
+    assert trace_problem(network, r) is None
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_anytime_record_on_random_graphs(seed):
+    """Random graphs of several components, both schemes, every method: the trace's
+    mappings and the bound samples (DCMAP) are right."""
+    a, b = random_network(seed, 4, 6), random_network(seed + 100, 2, 5)
+    network = Network(f"two-{seed}", [f"a{x}" for x in a.nodes] + [f"b{x}" for x in b.nodes],
+                      {**{f"a{x}": k for x, k in a.states.items()}, **{f"b{x}": k for x, k in b.states.items()}},
+                      [(f"a{u}", f"a{v}") for u, v in a.edges] + [(f"b{u}", f"b{v}") for u, v in b.edges],
+                      [f"a{x}" for x in a.observed] + [f"b{x}" for x in b.observed])
+    assert len(network.components()) == 2
+    scheme = ("merge", "single")[seed % 2]
+    for method in ("dcmap", "bfs", "brute"):
+        r = solve(network, scheme=scheme, method=method)
+        if method == "dcmap":
+            assert_anytime_record(network, r, DcmapCost(), scheme)
+        else:
+            assert_trace_ok(r.trace)
+            assert trace_problem(network, r, DcmapCost(), scheme) is None
 
 
 def test_memory_limit_below_process_size_stops_at_once(child):

@@ -312,7 +312,7 @@ def _search(args: argparse.Namespace, network: Network | None, settings: dict[st
     """Run a solve with the run options of ``args``; SIGINT and SIGTERM stop it cleanly
     (a checkpoint and the result with the best so far are written; exit code 4)."""
     _check_memory_limit(args.memory_limit)
-    progress = _Progress(enabled=not args.quiet)
+    progress = Progress(enabled=not args.quiet)
     INTERRUPT.clear()
     handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -450,7 +450,7 @@ def _template(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Progress:
+class Progress:
     """Live progress on stderr: a rewritten line on a terminal, a line every 10 s otherwise."""
 
     def __init__(self, enabled: bool) -> None:

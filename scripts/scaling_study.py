@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dcmap_dist.checkpoint import generations  # noqa: E402
-from dcmap_dist.cli import _Progress  # noqa: E402
+from dcmap_dist.cli import Progress  # noqa: E402
 from dcmap_dist.limits import INTERRUPT, memory_mb  # noqa: E402
 from dcmap_dist.loading import load_network  # noqa: E402
 from dcmap_dist.outputs import json_cost, write_atomic  # noqa: E402
@@ -198,7 +198,7 @@ def run(entry: Template, slices: int, budget: float, args: argparse.Namespace) -
     folder = args.checkpoint / name if args.checkpoint else None
     resume = folder if folder is not None and folder.is_dir() and generations(folder) else None
     command = [Path(sys.executable).name, *sys.argv]
-    progress = _Progress(enabled=True)
+    progress = Progress(enabled=True)
     before = memory_mb()
     cpu = time.process_time()
     try:

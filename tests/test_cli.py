@@ -488,11 +488,11 @@ def test_the_progress_line_is_cleared_when_the_search_fails(capsys, monkeypatch)
 
 
 def test_the_progress_line_fits_the_terminal_and_clears_what_was_there(capsys, monkeypatch):
-    from dcmap_dist.cli import _Progress
+    from dcmap_dist.cli import Progress
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     monkeypatch.setattr(shutil, "get_terminal_size", lambda: os.terminal_size((40, 24)))
-    progress = _Progress(enabled=True)
+    progress = Progress(enabled=True)
     progress.update({"iterations": 12, "best": 54.0, "open": 2, "rate": 100.0, "elapsed": 1.0, "memory_mb": 80})
     _, err = capsys.readouterr()
     assert err.startswith("\r\033[K") and len(err) == len("\r\033[K") + 39

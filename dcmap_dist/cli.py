@@ -398,7 +398,7 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _draw(args: argparse.Namespace) -> int:
-    from . import plots  # imports matplotlib only when it draws
+    from . import drawing, plots  # imports matplotlib only when it draws
 
     result, output = _picture_paths(args, "-clusters.png", (Path(args.network),))
     clusters, what = plots.mapping_of(result, args.solution, args.trace_point)
@@ -409,7 +409,7 @@ def _draw(args: argparse.Namespace) -> int:
         raise MappingError(f"the mapping drawn from {args.result} does not fit {network.name}: {exc} "
                            "(was the result solved on this network, with the same --slices?)") from None
     try:
-        plots.draw_clusters(network, clusters, output, args.title or f"{network.name}: {what}")
+        drawing.draw_clusters(network, clusters, output, args.title or f"{network.name}: {what}")
     except plots.MissingMatplotlib as exc:
         return _missing(exc)
     print(f"clusters written to {output}")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dcmap_dist import plots
+from dcmap_dist import drawing, plots
 from dcmap_dist.cli import main
 from dcmap_dist.loading import load_network
 from dcmap_dist.structure import layer_nodes
@@ -252,13 +252,13 @@ def test_the_scaling_figure_refuses_bad_rows(tmp_path):
 def test_layers_keep_their_nodes_and_sweeps_do_not_add_crossings():
     network = load_network("seagrass-2tbn", slices=2)
     labels = {x: 0 for x in network.nodes}
-    rows = plots._layer_order(network, labels)
+    rows = drawing._layer_order(network, labels)
     assert [sorted(row) for row in rows] == [sorted(row) for row in layer_nodes(network)]
-    before = plots._crossings(network, [list(row) for row in layer_nodes(network)])
-    assert plots._crossings(network, rows) < before
+    before = drawing._crossings(network, [list(row) for row in layer_nodes(network)])
+    assert drawing._crossings(network, rows) < before
 
 
 def test_crossings_of_straight_arcs_by_hand():
     network = load_network({"nodes": [{"id": x, "states": 2} for x in "ABCD"], "edges": [["A", "C"], ["B", "D"]]})
-    assert plots._crossings(network, [["C", "D"], ["A", "B"]]) == 0
-    assert plots._crossings(network, [["D", "C"], ["A", "B"]]) == 1
+    assert drawing._crossings(network, [["C", "D"], ["A", "B"]]) == 0
+    assert drawing._crossings(network, [["D", "C"], ["A", "B"]]) == 1

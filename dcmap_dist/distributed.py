@@ -1,33 +1,37 @@
 """The distributed DCMAP search on Ray: one coordinator actor and W worker actors.
 
 Every worker runs the serial loop (:class:`explorer.Explorer`) on its own open
-branches, in steps of about :data:`STEP_SECONDS`. The search advances in rounds:
-the coordinator calls every worker's ``step`` at once, handing it the batches of
-completions addressed to it in the last round, the global ``G_min`` and the
-dominance notices; each step returns its statistics and its outgoing batches
-(pickled, one Ray object per destination, passed on by reference so the
-coordinator never unpacks them). Placement of the link table (``link_table``):
+branches, in steps of about :data:`STEP_SECONDS`. A step takes the batches of
+completions addressed to the worker since its last step, the global ``G_min`` and
+the dominance notices it has not heard; it returns its statistics and its outgoing
+batches (pickled, one Ray object per destination, passed on by reference so the
+coordinator never unpacks them). Steps are not synchronised in rounds: the
+coordinator waits for whichever step ends first, takes it in, and starts that
+worker's next step at once, so no worker waits for the slowest one. A worker with
+no open branches and nothing addressed to it rests until something is. Placement
+of the link table (``link_table``):
 
 * ``sharded`` (default): worker ``i`` owns the keys that :func:`linking.route`
   sends to ``i``; it settles every arrival at them and keeps the branches that go
   on. Dominance is then always decided, and checked, where the branch lives.
 * ``coordinator``: the coordinator owns the whole table (the product brief's
   design). Workers send it every completion; it settles them, deals the survivors
-  out to the workers, cheapest first, and broadcasts dominated records.
+  out to the workers, cheapest first (free and least-loaded workers first), and
+  broadcasts dominated records.
 
-Termination: a round after which no worker holds an open branch and nothing was
-sent (and the coordinator's pool is empty) ends the search, proven; nothing can
-be in flight, since every batch is delivered in the next round.
+Termination: when no step is running, no worker holds an open branch, and no batch
+or dealt branch waits for a worker (and the coordinator's pool is empty), the
+search is proven; nothing can be in flight, since every batch a step sends is in
+an inbox once the coordinator has taken the step in.
 
 A lost worker loses nothing: the coordinator keeps a consistent snapshot of
-every worker's state (taken between rounds, when the batches in flight are its
+every worker's state (taken when no step runs, when the batches in flight are its
 own objects) and, if a worker dies, starts a fresh one and rolls every worker
 back to the snapshot. The work since the snapshot is redone.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import pickle
 import signal
@@ -52,11 +56,13 @@ from .search import Saver, SearchOutcome, announce, incumbent, outcome
 from .state import Resumption, SearchState, counters
 
 LINK_TABLES = ("sharded", "coordinator")
-STEP_SECONDS = 0.03  # a worker's share of one round
+STEP_SECONDS = 0.03  # how long a worker runs its loop per step
 SNAPSHOT_EVERY = 30.0  # seconds between snapshots at least (see Coordinator._snapshot_due)
 PROGRESS_SECONDS = 1.0  # how often the driver hears from the coordinator
+# a worker's statistics before its first step
+IDLE_STATS = {"open": 0, "iterations": 0, "least_bound": None, "busy": 0.0, "cpu": 0.0}
 # the figures a distributed search reports (in the result's components)
-STATISTICS = ("workers", "link_table", "rounds", "elapsed", "worker_busy", "worker_cpu", "coordinator_busy",
+STATISTICS = ("workers", "link_table", "steps", "elapsed", "worker_busy", "worker_cpu", "coordinator_busy",
               "coordinator_cpu", "sent", "received", "bytes", "snapshots", "snapshot_seconds", "recoveries")
 
 
@@ -95,7 +101,7 @@ class Worker:
         self.cpu = time.process_time()
 
     def step(self, control: dict[str, Any], *batches: bytes) -> list[Any]:
-        """Take the arrivals and orders of ``control``, run the loop for one round,
+        """Take the arrivals and orders of ``control``, run the loop for one step,
         return ``[statistics, batch for worker 0, batch for worker 1, ...]``."""
         start = time.perf_counter()
         explorer = self.explorer
@@ -131,7 +137,7 @@ class Worker:
         return [stats, *out]
 
     def state(self) -> tuple[bool, dict[str, Any]]:
-        """This worker's share of a consistent cut (taken between rounds), behind a flag
+        """This worker's share of a consistent cut (taken when no step runs), behind a flag
         (called with two returns, so the caller can wait on the flag alone)."""
         state = self.explorer.state()
         state["shard"] = self.explorer.shard.state() if self.explorer.shard is not None else None
@@ -147,7 +153,7 @@ class Worker:
         self.busy = state["busy"]
 
     def open_bound(self) -> float:
-        """The least bound over this worker's open branches (its outbox is empty between rounds)."""
+        """The least bound over this worker's open branches (its outbox is empty between steps)."""
         return self.explorer.least_bound()
 
     def take_part(self, part: SearchState) -> None:
@@ -204,16 +210,19 @@ class Coordinator:
         self.table = Explorer(self.problem, 0.0, 0, None if self.sharded else LinkShard(self.owners))
         self.owners += 1
         self.table.g_min = g_min
-        self.totals = {"rounds": 0, "received": 0, "sent": 0, "bytes": 0, "coordinator_busy": 0.0,
+        self.totals = {"steps": 0, "received": 0, "sent": 0, "bytes": 0, "coordinator_busy": 0.0,
                        "snapshots": 0, "snapshot_seconds": 0.0, "recoveries": 0}
         self.iterations = resume.iterations if resume else 0
         self.trace: list[Improvement] = list(resume.trace) if resume else []
-        self.stats: list[dict[str, Any]] = []
+        self.stats = [dict(IDLE_STATS) for _ in range(self.size)]  # each worker's last step
         self.stop: str | None = None
         self.peak_memory = 0.0
-        self.inbox: list[list[Any]] = [[] for _ in range(self.size)]
-        self.notices: list[int] = []
-        self.next_bound = 0.0
+        self.running: list[list[Any] | None] = [None] * self.size  # a step's result refs, while it runs
+        self.reserved = [0] * self.size  # iterations allowed to running steps (with a limit)
+        self.inbox: list[list[Any]] = [[] for _ in range(self.size)]  # batches for each worker's next step
+        self.hands: list[list[Branch]] = [[] for _ in range(self.size)]  # branches dealt to each (coordinator table)
+        self.unheard: list[list[int]] = [[] for _ in range(self.size)]  # notices each has not heard
+        self.next_bound = [0.0] * self.size
         self._load_workers()
         if resume is None:
             root = self.problem.root()
@@ -226,7 +235,7 @@ class Coordinator:
             self._take_snapshot()
 
     def _deliver(self, arrivals: list[tuple[tuple, Branch]]) -> None:
-        """Send completions to the owners of their keys (settled in the next round)."""
+        """Send completions to the owners of their keys (settled in their next step)."""
         if not self.sharded:
             self.table.receive(arrivals)
             return
@@ -239,7 +248,7 @@ class Coordinator:
     def _distribute(self, state: SearchState) -> None:
         """Share a resumed state among the workers: each key to its owner, each branch to
         the owner of its last link's key (where its dominance is decided), arrivals to
-        be settled in the first round. With the table on the coordinator, it keeps the
+        be settled in their first step. With the table on the coordinator, it keeps the
         table and deals the branches out."""
         self._deliver(state.arrivals)
         if not self.sharded:
@@ -272,7 +281,7 @@ class Coordinator:
         return self.before + time.perf_counter() - self.clock
 
     def halt(self, reason: str) -> None:
-        """Stop the search (e.g. ``interrupted``) before the next round."""
+        """Stop the search (e.g. ``interrupted``) before the next step."""
         self.stop = self.stop or reason
 
     def cut(self) -> dict[str, Any]:
@@ -289,7 +298,7 @@ class Coordinator:
                 "g_min": self.table.g_min, "trace": list(self.trace), "next_owner": self.owners}
 
     def advance(self, seconds: float) -> dict[str, Any]:
-        """Run rounds for about ``seconds``; the progress figures (``done`` at the end)."""
+        """Run the workers for about ``seconds``; the progress figures (``done`` at the end)."""
         until = time.perf_counter() + seconds
         while self.stop is None and time.perf_counter() < until:
             reason = self._limit_reached()
@@ -297,11 +306,17 @@ class Coordinator:
                 self.stop = reason
                 break
             try:
-                self._round()
+                self._turn()
                 if self.stop is None and self._snapshot_due():
                     self._take_snapshot()
             except ray.exceptions.RayActorError:
                 self._recover()
+        if self.stop is not None:
+            try:
+                self._drain()
+            except ray.exceptions.RayActorError:  # a worker died in its last step: redo from the snapshot
+                self._recover()
+                self.stop = None if self.stop == "finished" else self.stop
         return self.progress()
 
     def _limit_reached(self) -> str | None:
@@ -312,98 +327,140 @@ class Coordinator:
             return "max_iterations"
         return None
 
-    def _round(self) -> None:
+    def _turn(self) -> None:
+        """Start a step on every free worker that has work, then absorb the steps that
+        have ended (at least one). Steps overlap: a worker starts its next step as soon
+        as its last one is absorbed, with what was addressed to it meanwhile, and never
+        waits for the others."""
         busy = time.perf_counter()
-        destinations = self.size if self.sharded else 1
-        hand_out = self._deal()
-        caps = self._iteration_caps()
-        session = time.perf_counter() - self.clock
-        time_left = None if self.limits.time_limit is None else max(1e-3, self.limits.time_limit - session)
-        bound = time.perf_counter() >= self.next_bound  # least bounds for progress, once a second
-        if bound:
-            self.next_bound = time.perf_counter() + PROGRESS_SECONDS
-        calls = []
-        for i, w in enumerate(self.workers):
-            control = {
-                "bound": bound,
-                "g_min": self.table.g_min, "notices": self.notices, "branches": hand_out[i],
-                "iterations": self.iterations, "elapsed": self.elapsed(), "seconds": STEP_SECONDS,
-                "time_left": time_left, "memory_limit_mb": self.limits.memory_limit_mb,
-                "max_iterations": caps[i], "destinations": destinations,
-            }
-            calls.append(w.step.options(num_returns=1 + destinations).remote(control, *self.inbox[i]))
-        self.notices = []
+        self._start_ready()
+        running = {refs[0]: i for i, refs in enumerate(self.running) if refs is not None}
         self.totals["coordinator_busy"] += time.perf_counter() - busy
-        stats = ray.get([refs[0] for refs in calls])
-        busy = time.perf_counter()
-        for i, s in enumerate(stats):  # keep the last known bound of a worker not asked this round
-            if s["least_bound"] is None:
-                s["least_bound"] = self.stats[i]["least_bound"] if self.stats else -math.inf
-        self.stats = stats
-        self.totals["rounds"] += 1
-        inbox: list[list[Any]] = [[] for _ in range(self.size)]
-        arrivals = []
-        for i, (refs, s) in enumerate(zip(calls, stats)):
-            self.iterations += s["expanded"]
-            self.trace.extend(s["improvements"])
-            self.table.g_min = min(self.table.g_min, s["g_min"])
-            self.notices.extend(s["notices"])
-            self.totals["received"] += s["received"]
-            self.totals["sent"] += sum(s["sent"])
-            self.totals["bytes"] += s["bytes"]
-            self.peak_memory = max(self.peak_memory, s["memory_mb"])
-            for j, count in enumerate(s["sent"]):
-                if count:
-                    if self.sharded:
-                        inbox[j].append(refs[1 + j])
-                    else:
-                        arrivals.append(refs[1 + j])
-            if s["stop"] not in ("idle", "budget", "max_iterations"):
-                self.stop = s["stop"]
-        self.table.iteration_offset = self.iterations
-        self.table.time_offset = self.elapsed()
-        for batch in ray.get(arrivals):
-            self.table.receive(pickle.loads(batch))
-        self.trace.extend(self.table.improvements)
-        self.table.improvements = []
-        self.notices.extend(self.table.notices)
-        self.table.notices = []
-        self.inbox = inbox
-        self.totals["coordinator_busy"] += time.perf_counter() - busy
+        if running:
+            ready, rest = ray.wait(list(running), num_returns=1)
+            if rest:
+                ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+            busy = time.perf_counter()
+            for ref in ready:
+                self._absorb(running[ref])
+            self.totals["coordinator_busy"] += time.perf_counter() - busy
         if self.stop is None and self._finished():
             self.stop = "finished"
 
-    def _finished(self) -> bool:
-        return (all(s["open"] == 0 and not any(s["sent"]) for s in self.stats)
-                and self.table.open_count() == 0 and not any(self.inbox))
+    def _has_work(self, i: int) -> bool:
+        return bool(self.stats[i]["open"] or self.inbox[i] or self.hands[i])
 
-    def _deal(self) -> list[list[Branch]]:
+    def _start_ready(self) -> None:
+        """Start a step on each free worker that holds open branches or has arrivals
+        or branches waiting for it, with ``G_min``, the notices it has not heard, and
+        its share of the iterations left (if limited)."""
+        destinations = self.size if self.sharded else 1
+        if not self.sharded:
+            self._deal()
+        ready = [i for i in range(self.size) if self.running[i] is None and self._has_work(i)]
+        caps = self._iteration_caps(ready)
+        session = time.perf_counter() - self.clock
+        time_left = None if self.limits.time_limit is None else max(1e-3, self.limits.time_limit - session)
+        for i in ready:
+            if caps[i] == 0:
+                continue
+            now = time.perf_counter()
+            bound = now >= self.next_bound[i]  # its least bound for progress, once a second
+            if bound:
+                self.next_bound[i] = now + PROGRESS_SECONDS
+            control = {
+                "bound": bound,
+                "g_min": self.table.g_min, "notices": self.unheard[i], "branches": self.hands[i],
+                "iterations": self.iterations, "elapsed": self.elapsed(), "seconds": STEP_SECONDS,
+                "time_left": time_left, "memory_limit_mb": self.limits.memory_limit_mb,
+                "max_iterations": None if caps[i] is None else self.stats[i]["iterations"] + caps[i],
+                "destinations": destinations,
+            }
+            self.running[i] = self.workers[i].step.options(num_returns=1 + destinations).remote(
+                control, *self.inbox[i])
+            self.reserved[i] = caps[i] or 0
+            self.inbox[i], self.hands[i], self.unheard[i] = [], [], []
+
+    def _absorb(self, i: int) -> None:
+        """Take in worker ``i``'s ended step: its counters, improvements and notices, and
+        its outgoing batches (into the inboxes of their owners, or settled here when
+        the coordinator holds the table)."""
+        refs = self.running[i]
+        s = ray.get(refs[0])
+        self.running[i] = None
+        self.reserved[i] = 0
+        if s["least_bound"] is None:  # not asked this step: keep the last one known
+            s["least_bound"] = self.stats[i]["least_bound"]
+        self.stats[i] = s
+        self.totals["steps"] += 1
+        self.iterations += s["expanded"]
+        self.trace.extend(s["improvements"])
+        self.table.g_min = min(self.table.g_min, s["g_min"])
+        self._notify(s["notices"])
+        self.totals["received"] += s["received"]
+        self.totals["sent"] += sum(s["sent"])
+        self.totals["bytes"] += s["bytes"]
+        self.peak_memory = max(self.peak_memory, s["memory_mb"])
+        arrivals = []
+        for j, count in enumerate(s["sent"]):
+            if count:
+                if self.sharded:
+                    self.inbox[j].append(refs[1 + j])
+                else:
+                    arrivals.append(refs[1 + j])
+        if s["stop"] not in ("idle", "budget", "max_iterations"):
+            self.stop = s["stop"]
+        if arrivals:
+            self.table.iteration_offset = self.iterations
+            self.table.time_offset = self.elapsed()
+            for batch in ray.get(arrivals):
+                self.table.receive(pickle.loads(batch))
+            self.trace.extend(self.table.improvements)
+            self.table.improvements = []
+            self._notify(self.table.notices)
+            self.table.notices = []
+
+    def _notify(self, notices: list[int]) -> None:
+        """Dominated records, for every worker's next step."""
+        if notices:
+            for unheard in self.unheard:
+                unheard.extend(notices)
+
+    def _drain(self) -> None:
+        """Absorb every running step without starting new ones: afterwards nothing runs
+        and every batch in flight is in an inbox (a consistent cut)."""
+        for i, refs in enumerate(self.running):
+            if refs is not None:
+                self._absorb(i)
+
+    def _finished(self) -> bool:
+        return (all(refs is None for refs in self.running) and not any(self.inbox) and not any(self.hands)
+                and self.table.open_count() == 0 and all(s["open"] == 0 for s in self.stats))
+
+    def _deal(self) -> None:
         """The coordinator's surviving branches, cheapest first, dealt to the workers
-        holding the fewest open branches first (coordinator placement only)."""
-        hands: list[list[Branch]] = [[] for _ in range(self.size)]
+        holding the fewest open branches first, free workers before busy ones
+        (coordinator placement only); each takes its hand with its next step."""
         if self.table.open_count() == 0:
-            return hands
-        loads = [s["open"] for s in self.stats] if self.stats else [0] * self.size
+            return
+        loads = [(self.running[i] is not None, self.stats[i]["open"] + len(self.hands[i])) for i in range(self.size)]
         order = sorted(range(self.size), key=loads.__getitem__)
         k = 0
         while (branch := self.table.queue.pop(True)) is not None:
             if within(branch.bound, self.table.g_min) and branch.link not in self.table.dominated:
-                hands[order[k % self.size]].append(branch)
+                self.hands[order[k % self.size]].append(branch)
                 k += 1
-        return hands
 
-    def _iteration_caps(self) -> list[int | None]:
-        """Per-worker iteration limits for this round, so the total never passes the limit:
-        what is left is shared among the workers holding open branches (all of them in
-        the first round), so some worker can always go on while anything is left."""
+    def _iteration_caps(self, ready: list[int]) -> list[int | None]:
+        """Per-worker iteration allowances for the steps about to start, so the total
+        never passes the limit: what is left after the allowances of running steps is
+        shared among the ``ready`` workers (0: that worker waits)."""
         if self.limits.max_iterations is None:
             return [None] * self.size
-        left = max(0, self.limits.max_iterations - self.iterations)
-        done = [s["iterations"] for s in self.stats] if self.stats else [0] * self.size
-        busy = [i for i, s in enumerate(self.stats) if s["open"]] or list(range(self.size))
-        caps = list(done)
-        for k, i in enumerate(busy):
-            caps[i] += left // len(busy) + (1 if k < left % len(busy) else 0)
+        left = max(0, self.limits.max_iterations - self.iterations - sum(self.reserved))
+        caps = [0] * self.size
+        for k, i in enumerate(ready):
+            caps[i] = left // len(ready) + (1 if k < left % len(ready) else 0)
         return caps
 
     # -- snapshots and recovery ---------------------------------------------------
@@ -411,13 +468,15 @@ class Coordinator:
         return self.settings["snapshot_every"] is not None and self.elapsed() >= self.next_snapshot
 
     def _take_snapshot(self) -> None:
-        """A consistent cut: every worker's state, the batches in flight, the coordinator's own."""
+        """A consistent cut (after the running steps end): every worker's state, the
+        batches in flight, the coordinator's own."""
         start = time.perf_counter()
+        self._drain()
         calls = [w.state.options(num_returns=2).remote() for w in self.workers]
         ray.get([flag for flag, _ in calls])  # raises here if a worker died while saving
         states = [state for _, state in calls]
         self.snapshot = {
-            "workers": states, "inbox": [list(x) for x in self.inbox], "notices": list(self.notices),
+            "workers": states, "inbox": [list(x) for x in self.inbox], "unheard": [list(x) for x in self.unheard],
             "table": pickle.dumps(self._table_state(), protocol=5), "iterations": self.iterations,
             "trace": list(self.trace), "stats": list(self.stats), "totals": dict(self.totals),
         }
@@ -428,7 +487,8 @@ class Coordinator:
         self.next_snapshot = self.elapsed() + max(every, 40 * took)
 
     def _table_state(self) -> dict[str, Any]:
-        state = {"g_min": self.table.g_min, "branches": self.table.open_branches(),
+        dealt = [branch for hand in self.hands for branch in hand]  # not yet taken: still the table's
+        state = {"g_min": self.table.g_min, "branches": self.table.open_branches() + dealt,
                  "dominated": set(self.table.dominated)}
         state["shard"] = self.table.shard.state() if self.table.shard is not None else None
         return state
@@ -458,7 +518,10 @@ class Coordinator:
         if table["shard"] is not None:
             self.table.shard = LinkShard.from_state(table["shard"])
         self.inbox = [list(x) for x in snap["inbox"]]
-        self.notices = list(snap["notices"])
+        self.hands = [[] for _ in range(self.size)]  # the dealt branches are back in the table
+        self.unheard = [list(x) for x in snap["unheard"]]
+        self.running = [None] * self.size
+        self.reserved = [0] * self.size
         self.iterations = snap["iterations"]
         self.trace = list(snap["trace"])
         self.stats = list(snap["stats"])
@@ -468,12 +531,15 @@ class Coordinator:
     # -- reports --------------------------------------------------------------------
     def least_bound(self) -> float:
         """The least bound of every open branch as last reported (progress figures)."""
-        bounds = [s["least_bound"] for s in self.stats] + [self.table.least_bound(), self.table.g_min]
-        return min(bounds)
+        bounds = [s["least_bound"] for s in self.stats if s["least_bound"] is not None]
+        bounds += [b.bound for hand in self.hands for b in hand]
+        return min([*bounds, self.table.least_bound(), self.table.g_min])
 
     def exact_least_bound(self) -> float:
         """The least bound over every open branch in every worker and every batch in flight."""
+        self._drain()
         bounds = ray.get([w.open_bound.remote() for w in self.workers])
+        bounds += [b.bound for hand in self.hands for b in hand]
         for ref in (ref for refs in self.inbox for ref in refs):
             batch = ray.get(ref) if isinstance(ref, ray.ObjectRef) else ref
             bounds += [branch.bound for _, branch in pickle.loads(batch)]
@@ -484,7 +550,7 @@ class Coordinator:
         return {
             "done": self.stop is not None, "iterations": self.iterations, "best": self.table.g_min,
             "lower_bound": self.least_bound(),
-            "open": sum(s["open"] for s in self.stats) + self.table.open_count(),
+            "open": sum(s["open"] for s in self.stats) + sum(map(len, self.hands)) + self.table.open_count(),
             "workers": len(self.workers), "elapsed": elapsed,
             "rate": self.iterations / elapsed if elapsed > 0 else 0.0, "memory_mb": self.peak_memory,
             "trace": list(self.trace),
@@ -492,6 +558,7 @@ class Coordinator:
 
     def finish(self) -> dict[str, Any]:
         """The search's results: the final link entry and every history it reaches."""
+        self._drain()
         if self.sharded:
             finals = [e for e in ray.get([w.final_entry.remote() for w in self.workers]) if e is not None]
             records = sum(ray.get([w.link_records.remote() for w in self.workers]))

@@ -8,7 +8,7 @@ coordinator's for Ray) and their ratios to the serial run.
 ``scaling``: machine-independent figures for W = 1, 2, 4, 8, 16 workers (they may share
 the cores): total expansions relative to the serial search (work overhead), link
 reports (completions sent to another actor) per expansion and per second, bytes per
-second, the coordinator's busy fraction, each worker's idle fraction, rounds.
+second, the coordinator's busy fraction, each worker's idle fraction, steps.
 
 Rows go to ``results/distributed-proof.csv`` and ``results/distributed-scaling.csv``
 (appended, with the command and date).
@@ -131,7 +131,7 @@ def scaling(args: argparse.Namespace) -> None:
                     "reports": s["sent"], "reports_per_expansion": round(s["sent"] / max(1, got["iterations"]), 3),
                     "reports_per_second": round(s["sent"] / elapsed), "bytes_per_second": round(s["bytes"] / elapsed),
                     "coordinator_busy": round(s["coordinator_busy"] / elapsed, 3),
-                    "idle_min": min(idle), "idle_max": max(idle), "rounds": s["rounds"],
+                    "idle_min": min(idle), "idle_max": max(idle), "steps": s["steps"],
                     "wall_seconds": got["wall_seconds"], "cpu_seconds": got["cpu_seconds"],
                 }
                 rows.append(row)

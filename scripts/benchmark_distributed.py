@@ -1,8 +1,8 @@
 """Distributed benchmark: the serial search against the Ray search, in one run.
 
 ``proof``: time to proof of each network serially (in this process, no Ray), then on
-W = 1 and W = 2 Ray workers (a local Ray with ``--cpus`` CPUs), one run after the
-other; wall time, CPU time (this process for the serial run; the workers' and the
+W = 1 and W = 2 Ray workers (``--workers``; a local Ray with ``--cpus`` CPUs), one run
+after the other; wall time, CPU time (this process for the serial run; the workers' and the
 coordinator's for Ray) and their ratios to the serial run.
 
 ``scaling``: machine-independent figures for W = 1, 2, 4, 8, 16 workers (they may share
@@ -79,7 +79,7 @@ def proof(args: argparse.Namespace) -> None:
                "speedup": 1.0, "work": 1.0}
         rows.append(row)
         print(row, flush=True)
-        for workers in (1, 2):
+        for workers in args.workers:
             got = run_ray(label, workers, args.time_limit)
             row = {"network": label, "variant": f"ray W={workers}", "proven": got["proven"], "cost": got["cost"],
                    "solutions": got["solutions"], "iterations": got["iterations"],
@@ -155,6 +155,8 @@ def main() -> None:
     parser.add_argument("--link-tables", default="sharded,coordinator")
     parser.add_argument("--time-limit", type=float, default=3600.0)
     parser.add_argument("--cpus", type=int, default=2)
+    parser.add_argument("--workers", type=lambda text: [int(w) for w in text.split(",")], default=[1, 2],
+                        help="proof: the Ray worker counts run after the serial search (1,2)")
     args = parser.parse_args()
     os.nice(15 - os.nice(0))  # the serial run at the niceness Ray gives its workers (15): same footing
     import ray

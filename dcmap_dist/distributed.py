@@ -352,34 +352,47 @@ class Coordinator:
 
     def _start_ready(self) -> None:
         """Start a step on each free worker that holds open branches or has arrivals
-        or branches waiting for it, with ``G_min``, the notices it has not heard, and
-        its share of the iterations left (if limited)."""
-        destinations = self.size if self.sharded else 1
+        or branches waiting for it, with its share of the iterations left (if limited)."""
         if not self.sharded:
             self._deal()
         ready = [i for i in range(self.size) if self.running[i] is None and self._has_work(i)]
         caps = self._iteration_caps(ready)
+        for i in ready:
+            if caps[i] != 0:
+                self._start(i, caps[i])
+
+    def _start(self, i: int, allowance: int | None) -> None:
+        """Start worker ``i``'s next step, with what waits for it, ``G_min``, the notices
+        it has not heard, and at most ``allowance`` expansions (None: no limit)."""
         session = time.perf_counter() - self.clock
         time_left = None if self.limits.time_limit is None else max(1e-3, self.limits.time_limit - session)
-        for i in ready:
-            if caps[i] == 0:
-                continue
-            now = time.perf_counter()
-            bound = now >= self.next_bound[i]  # its least bound for progress, once a second
-            if bound:
-                self.next_bound[i] = now + PROGRESS_SECONDS
-            control = {
-                "bound": bound,
-                "g_min": self.table.g_min, "notices": self.unheard[i], "branches": self.hands[i],
-                "iterations": self.iterations, "elapsed": self.elapsed(), "seconds": STEP_SECONDS,
-                "time_left": time_left, "memory_limit_mb": self.limits.memory_limit_mb,
-                "max_iterations": None if caps[i] is None else self.stats[i]["iterations"] + caps[i],
-                "destinations": destinations,
-            }
-            self.running[i] = self.workers[i].step.options(num_returns=1 + destinations).remote(
-                control, *self.inbox[i])
-            self.reserved[i] = caps[i] or 0
-            self.inbox[i], self.hands[i], self.unheard[i] = [], [], []
+        destinations = self.size if self.sharded else 1
+        now = time.perf_counter()
+        bound = now >= self.next_bound[i]  # its least bound for progress, once a second
+        if bound:
+            self.next_bound[i] = now + PROGRESS_SECONDS
+        control = {
+            "bound": bound,
+            "g_min": self.table.g_min, "notices": self.unheard[i], "branches": self.hands[i],
+            "iterations": self.iterations, "elapsed": self.elapsed(), "seconds": STEP_SECONDS,
+            "time_left": time_left, "memory_limit_mb": self.limits.memory_limit_mb,
+            "max_iterations": None if allowance is None else self.stats[i]["iterations"] + allowance,
+            "destinations": destinations,
+        }
+        self.running[i] = self.workers[i].step.options(num_returns=1 + destinations).remote(
+            control, *self.inbox[i])
+        self.reserved[i] = allowance or 0
+        self.inbox[i], self.hands[i], self.unheard[i] = [], [], []
+
+    def _settle_arrivals(self) -> None:
+        """Have every worker settle the batches waiting for it, expanding nothing: a
+        stopped search's best mapping may be a completion still on its way to the
+        final key's owner."""
+        self._drain()
+        for i in range(self.size):
+            if self.inbox[i]:
+                self._start(i, 0)
+        self._drain()
 
     def _absorb(self, i: int) -> None:
         """Take in worker ``i``'s ended step: its counters, improvements and notices, and
@@ -558,7 +571,7 @@ class Coordinator:
 
     def finish(self) -> dict[str, Any]:
         """The search's results: the final link entry and every history it reaches."""
-        self._drain()
+        self._settle_arrivals()
         if self.sharded:
             finals = [e for e in ray.get([w.final_entry.remote() for w in self.workers]) if e is not None]
             records = sum(ray.get([w.link_records.remote() for w in self.workers]))

@@ -266,6 +266,8 @@ class Coordinator:
         for k, branch in enumerate(state.branches):
             parts[holder.get(branch.link, k % self.size)].branches.append(branch)
         ray.get([w.take_part.remote(part) for w, part in zip(self.workers, parts)])
+        for i, part in enumerate(parts):  # so that each worker holding branches gets a step
+            self.stats[i] = dict(IDLE_STATS, open=len(part.branches))
 
     def _load_workers(self) -> None:
         shards = self.size if self.sharded else 0

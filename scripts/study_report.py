@@ -142,7 +142,7 @@ def anytime(results_dir: Path, out: Path, networks: Path) -> list[dict[str, Any]
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     """A Markdown table of ``rows`` (the union of their keys, in order of appearance);
-    ``*excess`` columns as percentages, other numbers with 4 significant digits."""
+    gaps and ``*excess`` columns as percentages, costs with one decimal."""
     keys: list[str] = []
     for row in rows:
         keys += [k for k in row if k not in keys]
@@ -155,10 +155,10 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
 def _cell(key: str, value: Any) -> str:
     if value is None or value == "":
         return ""
-    if isinstance(value, float) and key.endswith("excess"):
-        return f"{value:.1%}"
+    if key == "gap" or key.endswith("excess"):
+        return f"{float(value):.1%}"
     if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.0f}"
+        return f"{value:.1f}" if abs(value) >= 100 else f"{value:.4g}"
     return str(value)
 
 

@@ -52,6 +52,20 @@ def last_optimal_iteration(result_path: Path) -> int | None:
     return max(s["iteration"] for s in result["solutions"])
 
 
+def proven_serial(rows: list[dict[str, str]], results_dir: Path) -> list[dict[str, str]]:
+    """The proven serial runs, each with ``last_optimal_iteration`` (from its result
+    JSON; empty when not known)."""
+    out = []
+    for r in rows:
+        if r["proven"] == "True" and r["workers"] == "1":
+            last = last_optimal_iteration(results_dir / f"{r['template']}-T{r['T']}-W1.json")
+            out.append({**r, "last_optimal_iteration": "" if last is None else str(last)})
+    return out
+
+
+FIT_COLUMNS = ["measure", "family", "points", "exponent", "low", "high", "r_squared", "supports_2", "dropped_zero"]
+
+
 def fit_row(column: str, family: str, fit: PowerFit | None, points: int, dropped: int) -> dict[str, Any]:
     """One line of the fits table (no fit below 3 points)."""
     if fit is None:
@@ -61,15 +75,12 @@ def fit_row(column: str, family: str, fit: PowerFit | None, points: int, dropped
             "supports_2": fit.supports(PAPER_EXPONENT), "dropped_zero": dropped}
 
 
-def fits(rows: list[dict[str, str]], results_dir: Path) -> list[dict[str, Any]]:
-    """Power fits of iterations against nodes over the proven serial runs: per family,
-    and over all families pooled, for the first optimal mapping, the last optimal
-    mapping found, and the proof. Runs with 0 iterations (solved by the greedy dive
-    or without a search) cannot be drawn on a log axis and are counted apart."""
-    proven = [r for r in rows if r["proven"] == "True" and r["workers"] == "1"]
-    for r in proven:
-        last = last_optimal_iteration(results_dir / f"{r['template']}-T{r['T']}-W1.json")
-        r["last_optimal_iteration"] = "" if last is None else str(last)
+def fits(proven: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """Power fits of iterations against nodes over the proven serial runs (from
+    :func:`proven_serial`): per family, and over all families pooled, for the first
+    optimal mapping, the last optimal mapping found, and the proof. Runs with 0
+    iterations (solved by the greedy dive or without a search) cannot be drawn on a
+    log axis and are counted apart."""
     out = []
     families = sorted({r["family"] for r in proven}) + ["all"]
     for column in ("first_optimal_iteration", "last_optimal_iteration", "proof_iterations"):
@@ -162,14 +173,14 @@ def _cell(key: str, value: Any) -> str:
     return str(value)
 
 
-def ratios(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """Per family, the median over proven serial runs of the iterations to the last
-    optimal mapping and to the proof, each divided by those to the first (the paper's
-    a in O(a n^2)); runs whose first optimum came at iteration 0 are left out."""
+def ratios(proven: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """Per family, the median over the proven serial runs (from :func:`proven_serial`)
+    of the iterations to the last optimal mapping and to the proof, each divided by
+    those to the first (the paper's a in O(a n^2)); runs whose first optimum came at
+    iteration 0 are left out."""
     out = []
-    for family in sorted({r["family"] for r in rows}):
-        runs = [r for r in rows if r["family"] == family and r.get("last_optimal_iteration") is not None
-                and r["proven"] == "True" and r["workers"] == "1" and r["first_optimal_iteration"] not in ("", "0")]
+    for family in sorted({r["family"] for r in proven}):
+        runs = [r for r in proven if r["family"] == family and r["first_optimal_iteration"] not in ("", "0")]
         last = sorted(float(r["last_optimal_iteration"]) / float(r["first_optimal_iteration"])
                       for r in runs if r["last_optimal_iteration"])
         proof = sorted(float(r["proof_iterations"]) / float(r["first_optimal_iteration"]) for r in runs)
@@ -189,16 +200,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = latest_rows(args.csv)
     shown = plot_scaling(rows, args.out / "scaling-study.png")
     print(f"wrote {args.out / 'scaling-study.png'} ({len(shown)} fitted series)")
-    fitted = fits(rows, args.results_dir)
+    proven = proven_serial(rows, args.results_dir)
+    fitted = fits(proven)
     with open(args.out / "scaling-study-fits.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(fitted[0]) + ["exponent", "low", "high", "r_squared",
-                                                                        "supports_2"], extrasaction="ignore")
+        writer = csv.DictWriter(handle, fieldnames=FIT_COLUMNS)
         writer.writeheader()
         writer.writerows(fitted)
     print("\n## Fitted exponents (iterations = c * nodes^b, 95% interval)\n")
     print(markdown(fitted))
     print("\n## Iterations to all optimal mappings over iterations to the first\n")
-    print(markdown(ratios(rows)))
+    print(markdown(ratios(proven)))
     print("\n## Replication of the k-slice optimum (real templates)\n")
     print(markdown(replication_table(rows)))
     print("\n## Replication on the random templates\n")

@@ -31,7 +31,9 @@ def test_report_fits_and_tables(tmp_path: Path) -> None:
     with open(tmp_path / "study.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     with open(tmp_path / "out" / "scaling-study-fits.csv", newline="") as handle:
-        fits = {(f["measure"], f["family"]): f for f in csv.DictReader(handle)}
+        reader = csv.DictReader(handle)
+        fits = {(f["measure"], f["family"]): f for f in reader}
+    assert len(set(reader.fieldnames)) == len(reader.fieldnames), reader.fieldnames
     # the proof fit is the least-squares fit of the proven runs' iterations, zeros left out
     points = [(float(r["nodes"]), float(r["proof_iterations"])) for r in rows
               if r["proven"] == "True" and float(r["proof_iterations"]) > 0]

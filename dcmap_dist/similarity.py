@@ -49,9 +49,11 @@ def cluster_labels(clusters: Iterable[Iterable[Hashable]], nodes: Sequence[Hasha
     return labels
 
 
-def same_cluster_matrix(clusters: Iterable[Iterable[Hashable]], nodes: Sequence[Hashable]) -> np.ndarray:
-    """The paper's ``Y``: ``Y[i, j] = 1`` when ``nodes[i]`` and ``nodes[j]`` share a
-    cluster, the diagonal included; rows and columns in the order of ``nodes``."""
+def mapping_matrix(clusters: Iterable[Iterable[Hashable]], nodes: Sequence[Hashable]) -> np.ndarray:
+    """The paper's ``Y`` of a mapping: ``Y[i, j] = 1`` when ``nodes[i]`` and ``nodes[j]``
+    share a cluster, the diagonal included; rows and columns in the order of ``nodes``.
+    (Not :func:`dcmap_dist.structure.same_cluster_matrix`, the paper's ``S``: which
+    nodes *may* share a cluster.)"""
     labels = cluster_labels(clusters, nodes)
     return (labels[:, None] == labels[None, :]).astype(np.int8)
 

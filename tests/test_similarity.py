@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 
 from dcmap_dist.mappings import MappingError
-from dcmap_dist.similarity import cluster_labels, same_cluster_matrix, similarities, similarity
+from dcmap_dist.similarity import cluster_labels, mapping_matrix, similarities, similarity
 
 NODES = ["A", "B", "C", "D"]
 AB_CD = [["A", "B"], ["C", "D"]]  # sum(Y*) = 4 diagonal + 4 (AB, BA, CD, DC) = 8
 ABC_D = [["A", "B", "C"], ["D"]]  # sum(Y*) = 4 diagonal + 6 (AB, AC, BC both ways) = 10
 
 
-def test_same_cluster_matrix_includes_the_diagonal():
-    assert same_cluster_matrix([["A", "C"], ["B"], ["D"]], NODES).tolist() == [
+def test_mapping_matrix_includes_the_diagonal():
+    assert mapping_matrix([["A", "C"], ["B"], ["D"]], NODES).tolist() == [
         [1, 0, 1, 0],
         [0, 1, 0, 0],
         [1, 0, 1, 0],
@@ -58,8 +58,8 @@ def test_it_equals_the_matrix_formula_on_random_partitions():
 
     for _ in range(40):
         mapping, optimal = partition(), [partition() for _ in range(4)]
-        y = same_cluster_matrix(mapping, nodes)
-        expected = max(np.sum(y * same_cluster_matrix(o, nodes)) / np.sum(same_cluster_matrix(o, nodes))
+        y = mapping_matrix(mapping, nodes)
+        expected = max(np.sum(y * mapping_matrix(o, nodes)) / np.sum(mapping_matrix(o, nodes))
                        for o in optimal)
         assert similarity(mapping, optimal, nodes) == pytest.approx(expected, rel=1e-12)
 

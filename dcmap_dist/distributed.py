@@ -316,9 +316,8 @@ class Coordinator:
         if self.stop is not None:
             try:
                 self._drain()
-            except ray.exceptions.RayActorError:  # a worker died in its last step: redo from the snapshot
+            except ray.exceptions.RayActorError:  # a worker died in its last step: back to the snapshot
                 self._recover()
-                self.stop = None if self.stop == "finished" else self.stop
         return self.progress()
 
     def _limit_reached(self) -> str | None:

@@ -17,6 +17,7 @@ this is the paper's loop with the two corrections of SPEC section 5.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 import random
@@ -140,8 +141,14 @@ class Explorer:
     def step(self, watch: Stopwatch, until: float | None = None, max_iterations: int | None = None) -> str:
         """Run the loop until the open set is empty (``idle``), the clock passes ``until``
         (``budget``), this explorer's iterations reach ``max_iterations``, or a limit of
-        ``watch`` is reached (its name)."""
+        ``watch`` is reached (its name).
+
+        Every object alive when a step starts (the open branches, the link table, the
+        memos: all acyclic) is moved to the garbage collector's permanent generation,
+        so its full collections scan only what the step makes (they took about 10% of
+        the time on insurance otherwise, scanning the whole search's state each time)."""
         self.watch = watch
+        gc.freeze()
         problem = self.problem
         queue = self.queue
         rng = self.rng

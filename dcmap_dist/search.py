@@ -10,6 +10,7 @@ the tied histories that rebuild every optimal mapping are in
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -131,15 +132,18 @@ def dcmap_search(
         saver.save([state], counters(explorer.iterations, explorer.seconds(), explorer.g_min,
                                      explorer.improvements, first, owner))
 
-    while True:
-        stop = explorer.step(watch, until=time.perf_counter() + STEP_SECONDS)
-        report()
-        if stop != "budget":
-            break
-        if on_progress and watch.progress_due():
-            on_progress(progress(explorer, watch))
-        if saver is not None and saver.due():
-            save()
+    try:
+        while True:
+            stop = explorer.step(watch, until=time.perf_counter() + STEP_SECONDS)
+            report()
+            if stop != "budget":
+                break
+            if on_progress and watch.progress_due():
+                on_progress(progress(explorer, watch))
+            if saver is not None and saver.due():
+                save()
+    finally:
+        gc.unfreeze()  # each step froze what was alive (Explorer.step): give it back to the collector
     proven = stop == "idle"
     if saver is not None and not proven:
         save()

@@ -9,6 +9,7 @@ with zlib.crc32, so every run sees the same graphs and costs).
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import math
@@ -666,3 +667,13 @@ def test_same_seed_same_run_on_random_graphs():
         assert a.first_optimal_iteration == b.first_optimal_iteration
         assert [t["iteration"] for t in a.trace] == [t["iteration"] for t in b.trace]
         assert [(s.clusters, s.iteration) for s in a.solutions] == [(s.clusters, s.iteration) for s in b.solutions]
+
+
+def test_a_serial_search_hands_its_objects_back_to_the_garbage_collector(child):
+    # every step freezes what is alive (Explorer.step); the search unfreezes it at the
+    # end, also when stopped by a limit, so a long-lived caller loses no collection
+    assert gc.get_freeze_count() == 0
+    assert solve(child, time_limit=30).proven_optimal
+    assert gc.get_freeze_count() == 0
+    assert not solve(child, max_iterations=50).proven_optimal
+    assert gc.get_freeze_count() == 0

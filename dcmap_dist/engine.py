@@ -421,27 +421,26 @@ class Problem:
         """
         if self.key == "full":
             return (branch.layer, branch.comps, branch.cls)
-        reach = self._reach_above[branch.layer]
-        placed = self.topo.upto[branch.layer]
+        layer = branch.layer
+        reach = self._reach_above[layer]
+        placed = self.topo.upto[layer]
+        cls = branch.cls
+        known = self._closure
         parts = []
         for members, _ in branch.comps:
-            frontier = tuple(c for c in branch.cls if c[0] & members)
-            parts.append((frontier, members, self._closures(members)))
+            closure = known.get(members) or self._closures(members)
+            parts.append((tuple([c for c in cls if c[0] & members]), members, closure))
         parts.sort()
+        outside = [closure[0] & placed & ~members for _, members, closure in parts]
         blocked = []
-        for i, (_, mi, (ancestors_i, descendants_i, touch_i, layers_i)) in enumerate(parts):
-            outside_i = ancestors_i & placed & ~mi
+        for i, (_, _, (_, descendants_i, touch_i, layers_i)) in enumerate(parts):
+            outside_i = outside[i]
             for j in range(i + 1, len(parts)):
-                _, mj, (ancestors_j, descendants_j, _, layers_j) = parts[j]
-                outside_j = ancestors_j & placed & ~mj
-                if (layers_i & layers_j or touch_i & mj
-                        or descendants_i & outside_j or descendants_j & outside_i):
+                _, members_j, (_, descendants_j, _, layers_j) = parts[j]
+                if (layers_i & layers_j or touch_i & members_j
+                        or descendants_i & outside[j] or descendants_j & outside_i):
                     blocked.append((i, j))
-        return (
-            branch.layer,
-            tuple((frontier, closure[0] & placed & ~members & reach) for frontier, members, closure in parts),
-            tuple(blocked),
-        )
+        return layer, tuple([(part[0], out & reach) for part, out in zip(parts, outside)]), tuple(blocked)
 
     def _closures(self, members: int) -> tuple[int, int, int, int]:
         """Ancestors, descendants (outside ``members``), neighbours and layers of a node set."""

@@ -71,10 +71,15 @@ class Explorer:
 
     ``shard`` is the part of the link table this explorer owns (index
     ``shard_index`` of ``shards``), or None when another actor owns the whole table.
+    With ``notify``, the records its shard dominates are also listed in ``notices``,
+    for the actors that hold the branches below them (only when the table's owner does
+    not hold the branches: a sharded worker and the serial search keep every branch
+    with the owner of its last record, so their own ``dominated`` set is enough).
     """
 
     def __init__(self, problem: Problem, alpha: float = 0.6, seed: int = 0,
-                 shard: LinkShard | None = None, shard_index: int = 0, shards: int = 1) -> None:
+                 shard: LinkShard | None = None, shard_index: int = 0, shards: int = 1,
+                 notify: bool = False) -> None:
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
         self.problem = problem
@@ -88,7 +93,8 @@ class Explorer:
         self.final_key = (problem.topo.l_max, (), ())
         self.g_min = math.inf
         self.dominated: set[int] = set()  # records known to be dominated
-        self.notices: list[int] = []  # records this shard dominated, for other actors
+        self.notify = notify
+        self.notices: list[int] = []  # records this shard dominated, for other actors (notify)
         self.outbox: dict[int, list[tuple[tuple, Branch]]] = {}
         self._sent: dict[tuple, float] = {}
         self.iterations = 0
@@ -104,7 +110,8 @@ class Explorer:
         outcome, record, dominated = self.shard.settle(key, branch.cost, branch.trail, self.stamp())
         if dominated is not None:
             self.dominated.add(dominated)
-            self.notices.append(dominated)
+            if self.notify:
+                self.notices.append(dominated)
         if outcome not in (NEW, CHEAPER):
             return None
         if key == self.final_key:

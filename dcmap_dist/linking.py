@@ -42,9 +42,9 @@ def route(key: tuple, shards: int) -> int:
         return 0
     layer, parts, blocked = key
     if parts and isinstance(parts[0][0], tuple):  # lean: ((frontier, outside), ...)
-        skeleton = tuple((tuple(m for m, _ in frontier), outside) for frontier, outside in parts)
+        skeleton = tuple([(tuple([m for m, _ in frontier]), outside) for frontier, outside in parts])
     else:  # full: (layer, comps, cls)
-        skeleton = (parts, tuple(m for m, _ in blocked))
+        skeleton = (parts, tuple([m for m, _ in blocked]))
         blocked = ()
     return hash((layer, skeleton, blocked)) % shards
 

@@ -6,11 +6,13 @@ must not leave half a JSON file where a reader expects a whole one.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import os
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 COST_DIGITS = 12  # significant digits of a cost in a result file or JSON output
@@ -76,3 +78,29 @@ def write_atomic(path: Path, text: str) -> None:
         if isinstance(exc, OSError):
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
+
+
+def append_csv_row(path: Path, row: Mapping[str, object], columns: list[str]) -> None:
+    """Append ``row`` to the CSV file ``path`` (its header first, if the file is new or
+    empty) in one write, then fsync, so that a killed run leaves whole rows only.
+    Missing folders are created. A file whose header has other columns is an
+    OutputError: rows of another layout would be read under the wrong names."""
+    path = Path(path)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, columns, lineterminator="\n")
+    if not path.exists() or path.stat().st_size == 0:
+        writer.writeheader()
+    else:
+        with open(path, newline="", encoding="utf-8") as handle:
+            header = next(csv.reader(handle), [])
+        if header != list(columns):
+            raise OutputError(f"{path} has other columns ({', '.join(header)}) than these rows "
+                              f"({', '.join(columns)}): choose another file")
+    writer.writerow({k: row.get(k) for k in columns})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(handle, buffer.getvalue().encode())
+        os.fsync(handle)
+    finally:
+        os.close(handle)

@@ -20,7 +20,6 @@ Rows go to ``results/distributed-proof.csv`` and ``results/distributed-scaling.c
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import os
 import sys
@@ -33,6 +32,7 @@ RESULTS = ROOT / "results"
 sys.path.insert(0, str(ROOT))
 
 from dcmap_dist import distributed, load_network, solve  # noqa: E402
+from dcmap_dist.outputs import append_csv_row  # noqa: E402
 
 SPECIAL = {  # label: (source, slices, order)
     "seagrass-1slice": ("seagrass-2tbn", 1, "paper"),
@@ -47,12 +47,8 @@ def network(label: str):
 
 
 def append(path: Path, rows: list[dict]) -> None:
-    new = not path.exists()
-    with open(path, "a", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        if new:
-            writer.writeheader()
-        writer.writerows(rows)
+    for row in rows:
+        append_csv_row(path, row, list(rows[0]))
 
 
 def run(label: str, workers: int, time_limit: float, link_table: str = "sharded") -> dict:

@@ -56,7 +56,7 @@ from dcmap_dist.checkpoint import generations  # noqa: E402
 from dcmap_dist.cli import Progress  # noqa: E402
 from dcmap_dist.limits import INTERRUPT, memory_mb  # noqa: E402
 from dcmap_dist.loading import load_network  # noqa: E402
-from dcmap_dist.outputs import json_cost, write_atomic  # noqa: E402
+from dcmap_dist.outputs import append_csv_row, json_cost, write_atomic  # noqa: E402
 from dcmap_dist.replication import best_replication  # noqa: E402
 from dcmap_dist.solve import SolveResult, solve  # noqa: E402
 from dcmap_dist.structure import eta  # noqa: E402
@@ -157,22 +157,6 @@ def recorded_rows(path: Path) -> dict[tuple[str, str, str], dict[str, str]]:
     return {(row["template"], row["T"], row["workers"]): row for row in reader}
 
 
-def append_row(path: Path, row: dict[str, Any]) -> None:
-    """Append ``row`` (and the header, if the file is new) in one write, then fsync."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, COLUMNS, lineterminator="\n")
-    if not path.exists() or path.stat().st_size == 0:
-        writer.writeheader()
-    writer.writerow(row)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(handle, buffer.getvalue().encode())
-        os.fsync(handle)
-    finally:
-        os.close(handle)
-
-
 def replicated(entry: Template, slices: int, args: argparse.Namespace) -> dict[str, Any]:
     """The replication columns of a run of ``slices`` slices (empty when not computed)."""
     columns: dict[str, Any] = dict.fromkeys(REPLICATED, "")
@@ -259,7 +243,7 @@ def study(entry: Template, args: argparse.Namespace, recorded: dict) -> bool:
             print(f"{entry.label} T={slices}: interrupted, no row written; rerun the same command to resume",
                   flush=True)
             return False
-        append_row(args.output, row)
+        append_csv_row(args.output, row, COLUMNS)
         spent += result.elapsed_seconds
         status = ("proven" if result.proven_optimal
                   else f"not proven ({result.stop_reason}, gap {100 * result.gap:.2f}%)")

@@ -13,7 +13,7 @@ import pytest
 
 from dcmap_dist.cli import main
 from dcmap_dist.loading import load_network
-from dcmap_dist.outputs import OutputError, check_output, write_atomic
+from dcmap_dist.outputs import OutputError, append_csv_row, check_output, write_atomic
 from dcmap_dist.solve import solve
 
 
@@ -218,3 +218,13 @@ def test_integer_nodes_come_back_as_integers_and_as_names_in_json():
     for solution in data["solutions"]:
         assert all(isinstance(x, str) for c in solution["clusters"] for x in c)
         assert solution["clusters"] == sorted(sorted(c) for c in solution["clusters"])
+
+
+def test_append_csv_row_writes_the_header_once_and_refuses_other_columns(tmp_path):
+    path = tmp_path / "deep" / "rows.csv"
+    append_csv_row(path, {"a": 1, "b": "x,y"}, ["a", "b"])
+    append_csv_row(path, {"b": 2, "a": 3, "ignored": 4}, ["a", "b"])
+    assert path.read_text() == 'a,b\n1,"x,y"\n3,2\n'
+    with pytest.raises(OutputError, match=r"rows\.csv has other columns \(a, b\) than these rows \(a, steps\)"):
+        append_csv_row(path, {"a": 5, "steps": 6}, ["a", "steps"])
+    assert path.read_text() == 'a,b\n1,"x,y"\n3,2\n'  # nothing appended

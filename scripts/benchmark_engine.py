@@ -1,0 +1,149 @@
+"""Engine benchmark: the serial search of this tree against a baseline commit, in one run.
+
+For each network the baseline (a ``git worktree`` of ``--baseline``, removed at the
+end) and this tree solve it in turn, each in its own process on one core, with the
+same time limit. A run reports iterations, iterations per CPU second, wall and CPU
+time and, when proven, the time to proof. Where both runs are proven, their optimal
+cost, their set of optimal partitions and their ``solution_count`` must be equal (the
+script fails otherwise). Rows are appended to ``results/engine.csv`` with the command.
+
+    python scripts/benchmark_engine.py --networks insurance,water --time-limit 900
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NETWORKS = ROOT.parent / "shared" / "networks"
+BASELINE = "8458db3"  # main before the engine work of issue 10
+COLUMNS = ["network", "engine", "commit", "proven", "cost", "solutions", "partitions_digest", "iterations",
+           "wall_seconds", "cpu_seconds", "iterations_per_cpu_second", "proof_seconds", "lower_bound", "gap",
+           "speedup", "time_limit", "date", "command"]
+
+
+def network_spec(label: str) -> dict:
+    """load_network keyword arguments for a network label (seagrass-1slice/-2slices too)."""
+    if label.startswith("seagrass-"):
+        slices = 1 if label == "seagrass-1slice" else int(label.split("-")[1].removesuffix("slices"))
+        return {"source": str(NETWORKS / "seagrass-2tbn.json"), "slices": slices, "order": "paper"}
+    return {"source": str(NETWORKS / f"{label}.bif.gz")}
+
+
+def run_one(tree: str, label: str, time_limit: float) -> dict:
+    """Solve one network with the package of ``tree`` (in this process)."""
+    sys.path.insert(0, tree)
+    from dcmap_dist import solve
+    from dcmap_dist.loading import load_network
+
+    spec = network_spec(label)
+    network = load_network(spec["source"], slices=spec.get("slices"))
+    start, cpu = time.perf_counter(), time.process_time()
+    result = solve(network, order=spec.get("order", "cpt"), time_limit=time_limit, max_solutions=None)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    partitions = sorted(sorted(sorted(c) for c in s.clusters) for s in result.solutions)
+    return {
+        "proven": result.proven_optimal, "cost": result.optimal_cost, "solutions": result.solution_count,
+        "partitions_digest": hashlib.sha256(json.dumps(partitions).encode()).hexdigest()[:16],
+        "iterations": result.iterations, "wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2),
+        "iterations_per_cpu_second": round(result.iterations / max(cpu, 1e-9)),
+        "proof_seconds": round(wall, 2) if result.proven_optimal else None,
+        "lower_bound": result.lower_bound, "gap": result.gap,
+    }
+
+
+def run_isolated(tree: str, label: str, time_limit: float) -> dict:
+    """:func:`run_one` in a fresh process (its own memo caches and memory)."""
+    done = subprocess.run([sys.executable, __file__, "--run-one", tree, label, str(time_limit)],
+                          check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def commit_of(tree: Path) -> str:
+    return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--networks", default="insurance,water,seagrass-2slices,hailfinder")
+    parser.add_argument("--time-limit", type=float, default=900.0, help="seconds per run (900)")
+    parser.add_argument("--baseline", default=BASELINE, help=f"commit to compare with ({BASELINE})")
+    parser.add_argument("--output", default=str(ROOT / "results" / "engine.csv"))
+    parser.add_argument("--run-one", nargs=3, metavar=("TREE", "NETWORK", "SECONDS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run_one:
+        tree, label, seconds = args.run_one
+        print(json.dumps(run_one(tree, label, float(seconds))))
+        return
+    sys.path.insert(0, str(ROOT))  # not before --run-one: that one imports the tree it is given
+    from dcmap_dist.outputs import append_csv_row
+
+    command = "python scripts/benchmark_engine.py " + shlex.join(sys.argv[1:])
+    date = datetime.date.today().isoformat()
+    with tempfile.TemporaryDirectory(prefix="dcmap-baseline-") as scratch:
+        baseline = Path(scratch) / "baseline"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(baseline), args.baseline],
+                       check=True)
+        try:
+            engines = {"baseline": baseline, "new": ROOT}
+            rows = []
+            for label in args.networks.split(","):
+                got = {}
+                for engine, tree in engines.items():
+                    row = {"network": label, "engine": engine, "commit": commit_of(tree),
+                           **run_isolated(str(tree), label, args.time_limit),
+                           "time_limit": args.time_limit, "date": date, "command": command}
+                    got[engine] = row
+                    if engine != "baseline":
+                        row["speedup"] = speedup(got["baseline"], row)
+                    print(json.dumps(row), flush=True)
+                    append_csv_row(Path(args.output), row, COLUMNS)
+                    rows.append(row)
+                check_same(got)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)], check=False)
+    print(table(rows))
+
+
+def speedup(base: dict, new: dict) -> float:
+    """Time to proof of the baseline over the new one when both are proven, else the
+    ratio of iterations per CPU second."""
+    if base["proven"] and new["proven"]:
+        return round(base["wall_seconds"] / new["wall_seconds"], 2)
+    return round(new["iterations_per_cpu_second"] / max(base["iterations_per_cpu_second"], 1), 2)
+
+
+def check_same(got: dict[str, dict]) -> None:
+    """Proven runs must agree on the optimal cost, partitions and solution count."""
+    proven = [row for row in got.values() if row["proven"]]
+    if len(proven) == 2:
+        keys = ("cost", "solutions", "partitions_digest")
+        if len({tuple(row[k] for k in keys) for row in proven}) != 1:
+            raise SystemExit(f"results differ on {proven[0]['network']}: "
+                             + "; ".join(f"{r['engine']} {[r[k] for k in keys]}" for r in proven))
+
+
+def table(rows: list[dict]) -> str:
+    """The rows as a Markdown table."""
+    head = ["network", "engine", "proven", "iterations", "it/CPU s", "wall (s)", "CPU (s)", "gap", "speed-up"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for r in rows:
+        gap = "" if r["proven"] or r["gap"] is None else f"{100 * r['gap']:.1f}%"
+        lines.append(f"| {r['network']} | {r['engine']} | {r['proven']} | {r['iterations']} | "
+                     f"{r['iterations_per_cpu_second']} | {r['wall_seconds']} | {r['cpu_seconds']} | {gap} | "
+                     f"{r.get('speedup') or ''} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

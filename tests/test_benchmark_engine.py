@@ -1,0 +1,47 @@
+"""Tests for scripts/benchmark_engine.py: a small run against a baseline worktree, and its
+refusal of runs that disagree."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "benchmark_engine.py"
+ASIA = ROOT.parent / "shared" / "networks" / "asia.bif.gz"
+
+sys.path.insert(0, str(SCRIPT.parent))
+import benchmark_engine  # noqa: E402
+
+
+@pytest.mark.skipif(not ASIA.exists(), reason=f"{ASIA} is not here")
+def test_a_run_against_head_compares_both_engines_and_removes_its_worktree(tmp_path):
+    output = tmp_path / "engine.csv"
+    before = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout
+    done = subprocess.run([sys.executable, str(SCRIPT), "--networks", "asia", "--time-limit", "30",
+                           "--baseline", "HEAD", "--output", str(output)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(open(output)))
+    assert [r["engine"] for r in rows] == ["baseline", "new"]
+    assert all(r["proven"] == "True" and r["cost"] == "68.8" and r["solutions"] == "38" for r in rows)
+    assert rows[0]["partitions_digest"] == rows[1]["partitions_digest"]
+    assert rows[1]["speedup"] and rows[0]["command"].startswith("python scripts/benchmark_engine.py --networks asia")
+    assert "| asia | new | True |" in done.stdout
+    after = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout
+    assert after == before  # the baseline's worktree is gone
+
+
+def test_runs_that_disagree_fail_the_benchmark():
+    row = {"network": "asia", "engine": "baseline", "proven": True, "cost": 68.8, "solutions": 38,
+           "partitions_digest": "a"}
+    benchmark_engine.check_same({"baseline": row, "new": dict(row, engine="new")})
+    benchmark_engine.check_same({"baseline": row, "new": dict(row, engine="new", proven=False, cost=70.0)})
+    with pytest.raises(SystemExit, match="results differ on asia"):
+        benchmark_engine.check_same({"baseline": row, "new": dict(row, engine="new", solutions=37)})
+    with pytest.raises(SystemExit, match="results differ on asia"):
+        benchmark_engine.check_same({"baseline": row, "new": dict(row, engine="new", partitions_digest="b")})

@@ -7,7 +7,10 @@ the dominance notices it has not heard; it returns its statistics and its outgoi
 batches (pickled, one Ray object per destination, passed on by reference so the
 coordinator never unpacks them). Steps are not synchronised in rounds: the
 coordinator waits for whichever step ends first, takes it in, and starts that
-worker's next step at once, so no worker waits for the slowest one. A worker with
+worker's next step at once, so no worker waits for the slowest one. Each worker
+has one step queued behind the one it runs (:data:`QUEUED_STEPS`, unless an
+iteration limit is shared out), so it goes from one step to the next without
+waiting for the coordinator to take the last one in. A worker with
 no open branches and nothing addressed to it rests until something is. Placement
 of the link table (``link_table``):
 
@@ -58,8 +61,10 @@ from .state import Resumption, SearchState, counters
 
 LINK_TABLES = ("sharded", "coordinator")
 STEP_SECONDS = 0.1  # how long a worker runs its loop per step
+QUEUED_STEPS = 2  # steps submitted to a worker at once (the running one and the next)
 BOUND_SECONDS = 5.0  # how often a worker computes its least open bound (it scans its open set)
 SNAPSHOT_EVERY = 30.0  # seconds between snapshots at least (see Coordinator._snapshot_due)
+SNAPSHOT_SPACING = 100  # and at least this many times the last snapshot's duration (1% of the time)
 PROGRESS_SECONDS = 1.0  # how often the driver hears from the coordinator
 # a worker's statistics before its first step
 IDLE_STATS = {"open": 0, "iterations": 0, "least_bound": None, "busy": 0.0, "cpu": 0.0}
@@ -120,7 +125,9 @@ class Worker:
         explorer = self.explorer
         explorer.g_min = min(explorer.g_min, control["g_min"])
         explorer.dominated.update(control["notices"])
-        explorer.iteration_offset = control["iterations"] - explorer.iterations
+        # stamps: the search's count when the step was sent, plus what this worker did since
+        # the coordinator last heard from it (a step may have run in between)
+        explorer.iteration_offset = control["iterations"] - control["local_iterations"]
         explorer.time_offset = control["elapsed"]
         watch = Stopwatch(Limits(control["time_left"], None, control["memory_limit_mb"]))
         explorer.watch = watch
@@ -203,7 +210,7 @@ class Coordinator:
         self.spawned += 1
         actor = ray.remote(Worker).options(
             num_cpus=self.cpus, max_restarts=0, name=f"dcmap-worker-{self.run}-{self.spawned}",
-            namespace="dcmap", scheduling_strategy="SPREAD")
+            namespace="dcmap", scheduling_strategy="SPREAD", enable_task_events=False)
         return actor.remote()
 
     # -- one search -------------------------------------------------------------
@@ -230,7 +237,9 @@ class Coordinator:
         self.stats = [dict(IDLE_STATS) for _ in range(self.size)]  # each worker's last step
         self.stop: str | None = None
         self.peak_memory = 0.0
-        self.running: list[list[Any] | None] = [None] * self.size  # a step's result refs, while it runs
+        # each worker's submitted steps (their result refs), oldest first: it runs them in order
+        self.running: list[list[list[Any]]] = [[] for _ in range(self.size)]
+        self.depth = QUEUED_STEPS if limits.max_iterations is None else 1  # caps need each step's end
         self.reserved = [0] * self.size  # iterations allowed to running steps (with a limit)
         self.inbox: list[list[Any]] = [[] for _ in range(self.size)]  # batches for each worker's next step
         self.hands: list[list[Branch]] = [[] for _ in range(self.size)]  # branches dealt to each (coordinator table)
@@ -348,7 +357,7 @@ class Coordinator:
         waits for the others."""
         busy = time.perf_counter()
         self._start_ready()
-        running = {refs[0]: i for i, refs in enumerate(self.running) if refs is not None}
+        running = {steps[0][0]: i for i, steps in enumerate(self.running) if steps}
         self.totals["coordinator_busy"] += time.perf_counter() - busy
         if running:
             ready, rest = ray.wait(list(running), num_returns=1)
@@ -365,15 +374,17 @@ class Coordinator:
         return bool(self.stats[i]["open"] or self.inbox[i] or self.hands[i])
 
     def _start_ready(self) -> None:
-        """Start a step on each free worker that holds open branches or has arrivals
-        or branches waiting for it, with its share of the iterations left (if limited)."""
+        """Fill each worker's queue of steps (up to ``self.depth``) while it holds open
+        branches or has arrivals or branches waiting for it, each step with its share
+        of the iterations left (if limited)."""
         if not self.sharded:
             self._deal()
-        ready = [i for i in range(self.size) if self.running[i] is None and self._has_work(i)]
+        ready = [i for i in range(self.size) if len(self.running[i]) < self.depth and self._has_work(i)]
         caps = self._iteration_caps(ready)
         for i in ready:
             if caps[i] != 0:
-                self._start(i, caps[i])
+                while len(self.running[i]) < self.depth and self._has_work(i):
+                    self._start(i, caps[i])
 
     def _start(self, i: int, allowance: int | None) -> None:
         """Start worker ``i``'s next step, with what waits for it, ``G_min``, the notices
@@ -388,13 +399,14 @@ class Coordinator:
         control = {
             "bound": bound,
             "g_min": self.table.g_min, "notices": self.unheard[i], "branches": self.hands[i],
-            "iterations": self.iterations, "elapsed": self.elapsed(), "seconds": STEP_SECONDS,
+            "iterations": self.iterations, "local_iterations": self.stats[i]["iterations"],
+            "elapsed": self.elapsed(), "seconds": STEP_SECONDS,
             "time_left": time_left, "memory_limit_mb": self.limits.memory_limit_mb,
             "max_iterations": None if allowance is None else self.stats[i]["iterations"] + allowance,
             "destinations": destinations,
         }
-        self.running[i] = self.workers[i].step.options(num_returns=1 + destinations).remote(
-            control, *self.inbox[i])
+        self.running[i].append(self.workers[i].step.options(num_returns=1 + destinations).remote(
+            control, *self.inbox[i]))
         self.reserved[i] = allowance or 0
         self.inbox[i], self.hands[i], self.unheard[i] = [], [], []
 
@@ -412,9 +424,9 @@ class Coordinator:
         """Take in worker ``i``'s ended step: its counters, improvements and notices, and
         its outgoing batches (into the inboxes of their owners, or settled here when
         the coordinator holds the table)."""
-        refs = self.running[i]
+        refs = self.running[i][0]
         s = ray.get(refs[0])
-        self.running[i] = None
+        self.running[i].pop(0)
         self.reserved[i] = 0
         if s["least_bound"] is None:  # not asked this step: keep the last one known
             s["least_bound"] = self.stats[i]["least_bound"]
@@ -456,12 +468,12 @@ class Coordinator:
     def _drain(self) -> None:
         """Absorb every running step without starting new ones: afterwards nothing runs
         and every batch in flight is in an inbox (a consistent cut)."""
-        for i, refs in enumerate(self.running):
-            if refs is not None:
+        for i, steps in enumerate(self.running):
+            while steps:
                 self._absorb(i)
 
     def _finished(self) -> bool:
-        return (all(refs is None for refs in self.running) and not any(self.inbox) and not any(self.hands)
+        return (not any(self.running) and not any(self.inbox) and not any(self.hands)
                 and self.table.open_count() == 0 and all(s["open"] == 0 for s in self.stats))
 
     def _deal(self) -> None:
@@ -470,7 +482,7 @@ class Coordinator:
         (coordinator placement only); each takes its hand with its next step."""
         if self.table.open_count() == 0:
             return
-        loads = [(self.running[i] is not None, self.stats[i]["open"] + len(self.hands[i])) for i in range(self.size)]
+        loads = [(bool(self.running[i]), self.stats[i]["open"] + len(self.hands[i])) for i in range(self.size)]
         order = sorted(range(self.size), key=loads.__getitem__)
         k = 0
         while (branch := self.table.queue.pop(True)) is not None:
@@ -511,7 +523,7 @@ class Coordinator:
         self.totals["snapshots"] += 1
         self.totals["snapshot_seconds"] += took
         every = self.settings["snapshot_every"] or SNAPSHOT_EVERY
-        self.next_snapshot = self.elapsed() + max(every, 40 * took)
+        self.next_snapshot = self.elapsed() + max(every, SNAPSHOT_SPACING * took)
 
     def _table_state(self) -> dict[str, Any]:
         dealt = [branch for hand in self.hands for branch in hand]  # not yet taken: still the table's
@@ -547,7 +559,7 @@ class Coordinator:
         self.inbox = [list(x) for x in snap["inbox"]]
         self.hands = [[] for _ in range(self.size)]  # the dealt branches are back in the table
         self.unheard = [list(x) for x in snap["unheard"]]
-        self.running = [None] * self.size
+        self.running = [[] for _ in range(self.size)]
         self.reserved = [0] * self.size
         self.iterations = snap["iterations"]
         self.trace = list(snap["trace"])
@@ -628,7 +640,7 @@ def coordinator(workers: int) -> Any:
     for old in _pool.values():
         ray.kill(old)
     _pool.clear()
-    handle = _pool[key] = ray.remote(Coordinator).options(num_cpus=0).remote(workers, cpus)
+    handle = _pool[key] = ray.remote(Coordinator).options(num_cpus=0, enable_task_events=False).remote(workers, cpus)
     return handle
 
 

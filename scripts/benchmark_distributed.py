@@ -3,7 +3,9 @@
 ``proof``: time to proof of each network serially (in this process, no Ray), then on
 W = 1 and W = 2 Ray workers (``--workers``; a local Ray with ``--cpus`` CPUs), one run
 after the other; wall time, CPU time (this process for the serial run; the workers' and the
-coordinator's for Ray) and their ratios to the serial run.
+coordinator's for Ray) and their ratios to the serial run. ``--repeat N`` runs that sequence
+N times (each ratio is to the serial run just before it) and prints the median ratios: on a
+shared machine single runs vary by up to a quarter.
 
 ``scaling``: machine-independent figures for W = 1, 2, 4, 8, 16 workers (they may share
 the cores): total expansions relative to the serial search (work overhead), link
@@ -14,6 +16,7 @@ Rows go to ``results/distributed-proof.csv`` and ``results/distributed-scaling.c
 (appended, with the command and date).
 
     python scripts/benchmark_distributed.py proof --networks insurance,water,seagrass-2slices
+    python scripts/benchmark_distributed.py proof --networks insurance --workers 2 --repeat 3
     python scripts/benchmark_distributed.py scaling --networks seagrass-1slice,child
 """
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -67,25 +71,30 @@ def run(label: str, workers: int, time_limit: float, link_table: str = "sharded"
 
 def proof(args: argparse.Namespace) -> None:
     for label in args.networks.split(","):
-        rows = []
-        serial = run(label, 1, args.time_limit)
-        row = {"network": label, "variant": "serial", "proven": serial["proven"], "cost": serial["cost"],
-               "solutions": serial["solutions"], "iterations": serial["iterations"],
-               "wall_seconds": serial["wall_seconds"], "cpu_seconds": serial["cpu_seconds"],
-               "speedup": 1.0, "work": 1.0}
-        rows.append(row)
-        print(row, flush=True)
-        for workers in args.workers:
-            got = run_ray(label, workers, args.time_limit)
-            row = {"network": label, "variant": f"ray W={workers}", "proven": got["proven"], "cost": got["cost"],
-                   "solutions": got["solutions"], "iterations": got["iterations"],
-                   "wall_seconds": got["wall_seconds"], "cpu_seconds": got["cpu_seconds"],
-                   "speedup": round(serial["wall_seconds"] / got["wall_seconds"], 2),
-                   "work": round(got["iterations"] / max(1, serial["iterations"]), 3)}
+        speedups: dict[str, list[float]] = {}
+        for _ in range(args.repeat):  # serial and Ray runs alternate, so each ratio compares neighbours
+            rows = []
+            serial = run(label, 1, args.time_limit)
+            row = {"network": label, "variant": "serial", "proven": serial["proven"], "cost": serial["cost"],
+                   "solutions": serial["solutions"], "iterations": serial["iterations"],
+                   "wall_seconds": serial["wall_seconds"], "cpu_seconds": serial["cpu_seconds"],
+                   "speedup": 1.0, "work": 1.0}
             rows.append(row)
             print(row, flush=True)
-        stamp(rows, args)
-        append(RESULTS / "distributed-proof.csv", rows)
+            for workers in args.workers:
+                got = run_ray(label, workers, args.time_limit)
+                row = {"network": label, "variant": f"ray W={workers}", "proven": got["proven"], "cost": got["cost"],
+                       "solutions": got["solutions"], "iterations": got["iterations"],
+                       "wall_seconds": got["wall_seconds"], "cpu_seconds": got["cpu_seconds"],
+                       "speedup": round(serial["wall_seconds"] / got["wall_seconds"], 2),
+                       "work": round(got["iterations"] / max(1, serial["iterations"]), 3)}
+                rows.append(row)
+                speedups.setdefault(row["variant"], []).append(row["speedup"])
+                print(row, flush=True)
+            stamp(rows, args)
+            append(RESULTS / "distributed-proof.csv", rows)
+        for variant, values in speedups.items():
+            print(f"{label} {variant}: speed-ups {values}, median {statistics.median(values)}", flush=True)
 
 
 def run_ray(label: str, workers: int, time_limit: float, link_table: str = "sharded") -> dict:
@@ -153,6 +162,8 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=2)
     parser.add_argument("--workers", type=lambda text: [int(w) for w in text.split(",")], default=[1, 2],
                         help="proof: the Ray worker counts run after the serial search (1,2)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="proof: run the serial search and the Ray runs this many times, alternating")
     args = parser.parse_args()
     os.nice(15 - os.nice(0))  # the serial run at the niceness Ray gives its workers (15): same footing
     import ray

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from dcmap_dist.checkpoint import FAULT_VARIABLE, POINTER, SCHEMAS, CheckpointError, generations
-from dcmap_dist.cost import DcmapCost
 from dcmap_dist.loading import load_network
 from dcmap_dist.solve import solve
 

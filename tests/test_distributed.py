@@ -8,12 +8,20 @@ share 2 cores, which is fine for exactness.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import signal
 
+import numpy
 import pytest
 
+from dcmap_dist.cost import DcmapCost
+from dcmap_dist.worker import marshallable, packed, unpacked
+from dcmap_dist.engine import Problem
+from dcmap_dist.explorer import Explorer
+from dcmap_dist.limits import Limits, Stopwatch
+from dcmap_dist.linking import LinkShard
 from dcmap_dist.loading import load_network
 from dcmap_dist.solve import solve
 
@@ -121,6 +129,31 @@ def test_a_killed_worker_loses_nothing():
     assert result.components[0]["distributed"]["recoveries"] >= 1
     assert disagreement(serial, result, "after a kill") is None
     assert trace_problem(network, result, COST_MODELS["dcmap-paper"]) is None
+
+
+def test_batches_come_back_equal_by_marshal_or_pickle():
+    """A batch of real completions comes back with equal keys and branch fields: by marshal
+    for the built-in model, by pickle for any other, where a numpy cost keeps its type
+    (marshal would have turned it into bytes)."""
+    network = random_network(7, 9, 10)
+    problem = Problem(network, DcmapCost(), "merge")
+    explorer = Explorer(problem, 0.6, 0, LinkShard(1), 0, 2)
+    root = problem.root()
+    explorer.receive([(problem.link_key(root), root)])
+    explorer.step(Stopwatch(Limits(None, None, None)), max_iterations=300)
+    batch = explorer.take_outbox()[1]
+    assert len(batch) >= 5
+
+    def plain(arrivals):
+        return [(key, dataclasses.astuple(branch)) for key, branch in arrivals]
+
+    assert marshallable(DcmapCost()) and not marshallable(DcmapCost(addition=numpy.float64(0.6)))
+    assert not marshallable(COST_MODELS["hash"])
+    for marshal_them, tag in ((True, b"M"), (False, b"P")):
+        data = packed(batch, marshal_them)
+        assert data[:1] == tag and plain(unpacked(data)) == plain(batch)
+    odd = [(key, dataclasses.replace(branch, cost=numpy.float64(branch.cost))) for key, branch in batch]
+    assert all(type(branch.cost) is numpy.float64 for _, branch in unpacked(packed(odd, False)))
 
 
 def test_limits_stop_a_distributed_search():

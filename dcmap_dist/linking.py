@@ -41,12 +41,13 @@ def route(key: tuple, shards: int) -> int:
     if shards == 1:
         return 0
     layer, parts, blocked = key
-    if parts and isinstance(parts[0][0], tuple):  # lean: ((frontier, outside), ...)
-        skeleton = tuple([(tuple([m for m, _ in frontier]), outside) for frontier, outside in parts])
+    if parts and isinstance(parts[0][0], tuple):  # lean: ((frontier, outside), ...), pairs
+        masks = [mask for frontier, _ in parts for mask, _ in frontier]
+        masks += [outside for _, outside in parts]
     else:  # full: (layer, comps, cls)
-        skeleton = (parts, tuple([m for m, _ in blocked]))
-        blocked = ()
-    return hash((layer, skeleton, blocked)) % shards
+        masks = [mask for mask, _ in blocked]
+        blocked = parts
+    return hash((layer, blocked, *masks)) % shards
 
 
 def record_id(owner: int, serial: int) -> int:

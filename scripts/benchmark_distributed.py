@@ -5,7 +5,10 @@ W = 1 and W = 2 Ray workers (``--workers``; a local Ray with ``--cpus`` CPUs), o
 after the other; wall time, CPU time (this process for the serial run; the workers' and the
 coordinator's for Ray) and their ratios to the serial run. ``--repeat N`` runs that sequence
 N times (each ratio is to the serial run just before it) and prints the median ratios: on a
-shared machine single runs vary by up to a quarter.
+shared machine single runs vary by up to a quarter. ``--capacity`` adds, to each repeat,
+two serial searches run at once in two processes ("2 serial at once"; its speed-up is
+twice the serial time over the time the pair takes): what the machine gives two
+independent searches, the ceiling for two workers.
 
 ``scaling``: machine-independent figures for W = 1, 2, 4, 8, 16 workers (they may share
 the cores): total expansions relative to the serial search (work overhead), link
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import multiprocessing
 import os
 import statistics
 import sys
@@ -91,10 +95,30 @@ def proof(args: argparse.Namespace) -> None:
                 rows.append(row)
                 speedups.setdefault(row["variant"], []).append(row["speedup"])
                 print(row, flush=True)
+            if args.capacity:
+                pair = run_pair(label, args.time_limit)
+                row = {"network": label, "variant": "2 serial at once", "proven": all(p["proven"] for p in pair),
+                       "cost": pair[0]["cost"], "solutions": pair[0]["solutions"],
+                       "iterations": sum(p["iterations"] for p in pair),
+                       "wall_seconds": max(p["wall_seconds"] for p in pair),
+                       "cpu_seconds": round(sum(p["cpu_seconds"] for p in pair), 2),
+                       "speedup": round(2 * serial["wall_seconds"] / max(p["wall_seconds"] for p in pair), 2),
+                       "work": 2.0}
+                rows.append(row)
+                speedups.setdefault(row["variant"], []).append(row["speedup"])
+                print(row, flush=True)
             stamp(rows, args)
             append(RESULTS / "distributed-proof.csv", rows)
         for variant, values in speedups.items():
             print(f"{label} {variant}: speed-ups {values}, median {statistics.median(values)}", flush=True)
+
+
+def run_pair(label: str, time_limit: float) -> list[dict]:
+    """Two serial searches of ``label`` at once, each in its own process (at this one's
+    niceness): what this machine gives two independent searches on its two cores, the
+    ceiling for two workers' speed-up."""
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        return pool.starmap(run, [(label, 1, time_limit)] * 2)
 
 
 def run_ray(label: str, workers: int, time_limit: float, link_table: str = "sharded") -> dict:
@@ -162,6 +186,8 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=2)
     parser.add_argument("--workers", type=lambda text: [int(w) for w in text.split(",")], default=[1, 2],
                         help="proof: the Ray worker counts run after the serial search (1,2)")
+    parser.add_argument("--capacity", action="store_true",
+                        help="proof: also run two serial searches at once (the machine's two-core ceiling)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="proof: run the serial search and the Ray runs this many times, alternating")
     args = parser.parse_args()

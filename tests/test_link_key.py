@@ -7,12 +7,20 @@ the real key must agree on all of them. This shows the exactness tests can fail.
 
 from __future__ import annotations
 
+import ast
+import os
+import pickle
+import subprocess
+import sys
 import zlib
 
 import pytest
 
 from dcmap_dist.cost import DcmapCost, FunctionCost
 from dcmap_dist.engine import Problem
+from dcmap_dist.explorer import Explorer
+from dcmap_dist.limits import Limits, Stopwatch
+from dcmap_dist.linking import LinkShard, route
 from dcmap_dist.network import Network
 from dcmap_dist.solve import solve
 from search_costs import random_network
@@ -59,3 +67,31 @@ def test_weakened_lean_key_is_caught(monkeypatch, weakening):
 
     monkeypatch.setattr(Problem, "link_key", weakened)
     assert count_disagreements(40, seed=2024) > 0
+
+
+@pytest.mark.parametrize("key", ["lean", "full"])
+def test_route_is_the_same_in_every_process_and_spreads_keys(tmp_path, key):
+    """``route`` reads only a key's ints, so a process with another string-hash seed sends
+    every key to the same shard (else two owners would settle one key); and it spreads
+    the keys of a search evenly over the shards."""
+    keys = []
+    for seed in range(20):
+        network = random_network(seed, 9, 10)
+        problem = Problem(network, DcmapCost(), "merge", key=key)
+        explorer = Explorer(problem, 0.6, 0, LinkShard(1))
+        root = problem.root()
+        explorer.receive([(problem.link_key(root), root)])
+        explorer.step(Stopwatch(Limits()), max_iterations=2000)
+        keys += list(explorer.shard.entries)
+    assert len(keys) > 600
+    owners = [route(k, 4) for k in keys]
+    (tmp_path / "keys.pickle").write_bytes(pickle.dumps(keys))
+    script = ("import pickle, sys; from dcmap_dist.linking import route; "
+              "keys = pickle.load(open(sys.argv[1], 'rb')); print([route(k, 4) for k in keys])")
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        got = subprocess.run([sys.executable, "-c", script, str(tmp_path / "keys.pickle")], env=env,
+                             capture_output=True, text=True, check=True).stdout
+        assert ast.literal_eval(got) == owners
+    shares = [owners.count(shard) / len(owners) for shard in range(4)]
+    assert min(shares) > 0.15 and max(shares) < 0.35, shares

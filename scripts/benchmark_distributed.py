@@ -15,12 +15,19 @@ the cores): total expansions relative to the serial search (work overhead), link
 reports (completions sent to another actor) per expansion and per second, bytes per
 second, the coordinator's busy fraction, each worker's idle fraction, steps.
 
-Rows go to ``results/distributed-proof.csv`` and ``results/distributed-scaling.csv``
-(appended, with the command and date).
+``overhead``: the distributed code without Ray: the serial search against two sharded
+explorers in this one process that take 100 ms turns and exchange packed batches, for
+``--iterations`` expansions each, alternating ``--repeat`` times; CPU per expansion, and
+the share spent packing and unpacking. What remains between this and a Ray run is what
+Ray, the coordinator and the second core add.
+
+Rows go to ``results/distributed-proof.csv``, ``results/distributed-scaling.csv`` and
+``results/distributed-overhead.csv`` (appended, with the command and date).
 
     python scripts/benchmark_distributed.py proof --networks insurance,water,seagrass-2slices
     python scripts/benchmark_distributed.py proof --networks insurance --workers 2 --repeat 3
     python scripts/benchmark_distributed.py scaling --networks seagrass-1slice,child
+    python scripts/benchmark_distributed.py overhead --networks insurance --iterations 200000 --repeat 3
 """
 
 from __future__ import annotations
@@ -169,6 +176,62 @@ def scaling(args: argparse.Namespace) -> None:
         append(RESULTS / "distributed-scaling.csv", rows)
 
 
+def overhead(args: argparse.Namespace) -> None:
+    for label in args.networks.split(","):
+        for _ in range(args.repeat):
+            rows = [in_process(label, 1, args.iterations), in_process(label, 2, args.iterations)]
+            for row in rows:
+                row["per_expansion_ratio"] = round(row["us_per_expansion"] / rows[0]["us_per_expansion"], 3)
+                print(row, flush=True)
+            stamp(rows, args)
+            append(RESULTS / "distributed-overhead.csv", rows)
+
+
+def in_process(label: str, shards: int, iterations: int) -> dict:
+    """``iterations`` expansions of ``label`` by ``shards`` explorers in this process, each
+    owning its shard of the link table (one: the serial search), taking 100 ms turns and
+    exchanging packed batches between turns as the workers do."""
+    from dcmap_dist.cost import DcmapCost
+    from dcmap_dist.engine import Problem
+    from dcmap_dist.explorer import Explorer
+    from dcmap_dist.limits import Limits, Stopwatch
+    from dcmap_dist.linking import LinkShard
+    from dcmap_dist.worker import packed, unpacked
+
+    net, order = network(label)
+    problems = [Problem(net, DcmapCost(order), "merge") for _ in range(shards)]
+    explorers = [Explorer(problems[i], 0.6, i, LinkShard(i + 1), i, shards) for i in range(shards)]
+    root = problems[0].root()
+    explorers[0].receive([(problems[0].link_key(root), root)])
+    inbox: list[list[bytes]] = [[] for _ in range(shards)]
+    packing = 0.0
+    cpu = time.process_time()
+    while sum(e.iterations for e in explorers) < iterations:
+        idle = True
+        for i, explorer in enumerate(explorers):
+            clock = time.process_time()
+            arrivals = [unpacked(batch) for batch in inbox[i]]
+            packing += time.process_time() - clock
+            inbox[i] = []
+            for batch in arrivals:
+                explorer.receive(batch)
+            stop = explorer.step(Stopwatch(Limits()), until=time.perf_counter() + 0.1, max_iterations=iterations)
+            idle = idle and stop == "idle"
+            g_min = min(e.g_min for e in explorers)
+            for other in explorers:
+                other.g_min = g_min
+            clock = time.process_time()
+            for j, batch in explorer.take_outbox().items():
+                inbox[j].append(packed(batch, True))
+            packing += time.process_time() - clock
+        if idle and not any(inbox):
+            break
+    cpu = time.process_time() - cpu
+    done = sum(e.iterations for e in explorers)
+    return {"network": label, "explorers": shards, "iterations": done, "cpu_seconds": round(cpu, 2),
+            "us_per_expansion": round(cpu / done * 1e6, 1), "packing_seconds": round(packing, 2)}
+
+
 def stamp(rows: list[dict], args: argparse.Namespace) -> None:
     command = "python scripts/benchmark_distributed.py " + " ".join(sys.argv[1:])
     day = datetime.date.today().isoformat()
@@ -179,7 +242,7 @@ def stamp(rows: list[dict], args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=("proof", "scaling"))
+    parser.add_argument("part", choices=("proof", "scaling", "overhead"))
     parser.add_argument("--networks", default="insurance,water,seagrass-2slices")
     parser.add_argument("--link-tables", default="sharded,coordinator")
     parser.add_argument("--time-limit", type=float, default=3600.0)
@@ -188,10 +251,14 @@ def main() -> None:
                         help="proof: the Ray worker counts run after the serial search (1,2)")
     parser.add_argument("--capacity", action="store_true",
                         help="proof: also run two serial searches at once (the machine's two-core ceiling)")
+    parser.add_argument("--iterations", type=int, default=200_000, help="overhead: expansions per run")
     parser.add_argument("--repeat", type=int, default=1,
-                        help="proof: run the serial search and the Ray runs this many times, alternating")
+                        help="proof, overhead: run the serial search and the Ray runs this many times, alternating")
     args = parser.parse_args()
     os.nice(15 - os.nice(0))  # the serial run at the niceness Ray gives its workers (15): same footing
+    if args.part == "overhead":  # no Ray
+        overhead(args)
+        return
     import ray
 
     ray.init(address="local", num_cpus=args.cpus, include_dashboard=False, logging_level="ERROR",

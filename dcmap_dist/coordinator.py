@@ -22,10 +22,11 @@ from .worker import SearchSpec, Worker, marshallable, packed, unpacked
 STEP_SECONDS = 0.1  # how long a worker runs its loop per step
 QUEUED_STEPS = 2  # steps submitted to a worker at once (the running one and the next)
 BOUND_SECONDS = 5.0  # how often a worker computes its least open bound (it scans its open set)
-SNAPSHOT_EVERY = 30.0  # seconds between snapshots at least (see Coordinator._snapshot_due)
-SNAPSHOT_SPACING = 100  # and at least this many times the last snapshot's duration (1% of the time)
+SNAPSHOT_SPACING = 100  # and at least this many times the next snapshot's expected duration (1% of the time)
+SNAPSHOT_ITEM_SECONDS = 3e-5  # expected snapshot seconds per open branch or link record, until measured (insurance: 32 us)
+SNAPSHOT_MEASURED_ITEMS = 10_000  # a snapshot this large measures the seconds per item
 # a worker's statistics before its first step
-IDLE_STATS = {"open": 0, "iterations": 0, "least_bound": None, "busy": 0.0, "cpu": 0.0}
+IDLE_STATS = {"open": 0, "records": 0, "iterations": 0, "least_bound": None, "busy": 0.0, "cpu": 0.0}
 
 
 class Coordinator:
@@ -85,7 +86,8 @@ class Coordinator:
         else:
             self._distribute(resume.state)
         self.snapshot = None
-        self.next_snapshot = 0.0
+        self.last_snapshot = 0.0  # when the last snapshot ended (elapsed seconds)
+        self.item_seconds = SNAPSHOT_ITEM_SECONDS
         if settings["snapshot_every"] is not None:
             self._take_snapshot()
 
@@ -337,13 +339,27 @@ class Coordinator:
 
     # -- snapshots and recovery ---------------------------------------------------
     def _snapshot_due(self) -> bool:
-        return self.settings["snapshot_every"] is not None and self.elapsed() >= self.next_snapshot
+        """``snapshot_every`` seconds have passed since the last snapshot, and at least
+        :data:`SNAPSHOT_SPACING` times what the next one is expected to take (its seconds
+        per item, measured on the last large one, times the items held now)."""
+        every = self.settings["snapshot_every"]
+        if every is None:
+            return False
+        since = self.elapsed() - self.last_snapshot
+        return since >= every and since >= SNAPSHOT_SPACING * self.item_seconds * self._state_size()
+
+    def _state_size(self) -> int:
+        """Open branches and link records held by the workers and the coordinator."""
+        table = self.table
+        held = table.open_count() + (len(table.shard.entries) if table.shard is not None else 0)
+        return held + sum(s["open"] + s["records"] for s in self.stats)
 
     def _take_snapshot(self) -> None:
         """A consistent cut (after the running steps end): every worker's state, the
         batches in flight, the coordinator's own."""
         start = time.perf_counter()
         self._drain()
+        size = self._state_size()
         calls = [w.state.options(num_returns=2).remote() for w in self.workers]
         ray.get([flag for flag, _ in calls])  # raises here if a worker died while saving
         states = [state for _, state in calls]
@@ -355,8 +371,9 @@ class Coordinator:
         took = time.perf_counter() - start
         self.totals["snapshots"] += 1
         self.totals["snapshot_seconds"] += took
-        every = self.settings["snapshot_every"] or SNAPSHOT_EVERY
-        self.next_snapshot = self.elapsed() + max(every, SNAPSHOT_SPACING * took)
+        if size >= SNAPSHOT_MEASURED_ITEMS:
+            self.item_seconds = took / size
+        self.last_snapshot = self.elapsed()
 
     def _table_state(self) -> dict[str, Any]:
         dealt = [branch for hand in self.hands for branch in hand]  # not yet taken: still the table's

@@ -121,7 +121,7 @@ class Worker:
         self.busy += time.perf_counter() - start
         stats = {
             "stop": stop, "iterations": explorer.iterations, "expanded": explorer.iterations - before,
-            "open": explorer.open_count(), "least_bound": lower, "g_min": explorer.g_min,
+            "open": explorer.open_count(), "records": self.link_records(), "least_bound": lower, "g_min": explorer.g_min,
             "improvements": improvements, "notices": notices, "received": received,
             "sent": [len(outbox.get(j, ())) for j in range(control["destinations"])],
             "bytes": sum(len(b) for b in out), "busy": self.busy, "cpu": time.process_time() - self.cpu,

@@ -105,9 +105,10 @@ def test_distributed_equals_serial_on_real_networks(name, slices, order):
     assert not any(problems), "\n".join(p for p in problems if p)
 
 
-def test_a_killed_worker_loses_nothing():
-    """Kill one worker's process in the middle of a run: the coordinator starts a new
-    worker, rolls every worker back to its last snapshot, and the result is exact."""
+def test_a_killed_worker_loses_nothing(tmp_path):
+    """Kill one worker's process in the middle of a run, after a checkpoint has taken a
+    snapshot of the search under way: the coordinator starts a new worker, rolls every
+    worker back to that snapshot, and the result is exact."""
     network = load_network("seagrass-2tbn", slices=1)
     serial = solve(network, order="paper", max_solutions=None)
     import ray
@@ -115,7 +116,7 @@ def test_a_killed_worker_loses_nothing():
     killed = []
 
     def kill_one(stats: dict) -> None:
-        if killed or stats["iterations"] < 1000:
+        if killed or stats["iterations"] < 1000 or not (tmp_path / "run" / "LATEST").exists():
             return
         names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
                  if a["namespace"] == "dcmap" and a["name"].startswith("dcmap-worker-")]
@@ -124,7 +125,7 @@ def test_a_killed_worker_loses_nothing():
         killed.append(pids[0])
 
     result = solve(network, order="paper", max_solutions=None, workers=2, snapshot_every=1.0,
-                   on_progress=kill_one)
+                   checkpoint=tmp_path / "run", checkpoint_every=2.0, on_progress=kill_one)
     assert killed, "the run ended before a worker could be killed"
     assert result.components[0]["distributed"]["recoveries"] >= 1
     assert disagreement(serial, result, "after a kill") is None

@@ -138,13 +138,20 @@ class Problem:
     def lower_bound(self, branch: Branch) -> float:
         """Admissible bound on the cost still to come: the unplaced nodes' bounds, plus
         the absorption of every placed cluster-layer that an unplaced parent will read."""
-        bound = self._bound_above[branch.layer]
-        if not branch.layer_done:
-            for i in bits(self.topo.layer_mask[branch.layer] & ~branch.assigned):
+        return self._bound(branch.layer, branch.assigned, branch.cls)
+
+    def _bound(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:
+        """:meth:`lower_bound` of a branch at ``layer`` with ``assigned`` and ``cls``."""
+        topo = self.topo
+        bound = self._bound_above[layer]
+        rest = topo.above[layer]
+        if assigned != -1:
+            unplaced = topo.layer_mask[layer] & ~assigned
+            rest |= unplaced
+            for i in bits(unplaced):
                 bound += self.node_bound[i]
         if self._message_bound_of is not None:
-            rest = self.remaining(branch)
-            for members, msg in branch.cls:
+            for members, msg in cls:
                 if self.parents_of(members) & rest:
                     bound += self._message_bound(members, msg)
         return bound
@@ -243,8 +250,8 @@ class Problem:
         below = tuple(c for c in branch.cls if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer)
         children = []
         for joined, merged in itertools.islice(self._combos(branch, proposal, free, watch), most):
-            child = self.score(self._apply(branch, proposal, joined, merged, free, below))
-            if within(child.bound, g_min):
+            child = self._apply(branch, proposal, joined, merged, free, below, g_min)
+            if child is not None:
                 children.append(child)
         return children
 
@@ -352,14 +359,16 @@ class Problem:
             nodes, tuple((m, bool(m & cluster), msg) for m, msg in cls if m & kids)
         )
 
-    def _apply(self, branch: Branch, proposal: int, joined: int, merged: int,
-               free: int, below: tuple[tuple[int, Hashable], ...]) -> Branch:
-        """The child branch of one combination. Layer nodes left with no unfixed
-        component to join become their own cluster-layers in the same step."""
+    def _apply(self, branch: Branch, proposal: int, joined: int, merged: int, free: int,
+               below: tuple[tuple[int, Hashable], ...], g_min: float = math.inf) -> Branch | None:
+        """The child branch of one combination, scored; None if its bound exceeds
+        ``g_min`` (found from its cost and frontier before the rest of it is built).
+        Layer nodes left with no unfixed component to join become their own
+        cluster-layers in the same step."""
         comps = branch.comps
         cost = branch.cost
         cls = list(branch.cls)
-        trail = branch.trail
+        reachable = 0  # parents of the components still unfixed
         if joined:
             union = joined
             anchors = joined
@@ -373,6 +382,30 @@ class Problem:
             c, msg = self._new_cluster_layer(joined, union, below)
             cost += c
             cls.append((joined, msg))
+            for j, (members, fixed) in enumerate(comps):
+                if not fixed and not (merged >> j) & 1:
+                    reachable |= self.parents_of(members)
+        else:
+            for j, (members, fixed) in enumerate(comps):
+                if not fixed and j != proposal:
+                    reachable |= self.parents_of(members)
+        singles = free & ~joined & ~reachable
+        for i in bits(singles):
+            c, msg = self._new_cluster_layer(1 << i, 1 << i, below)
+            cost += c
+            cls.append((1 << i, msg))
+        layer = branch.layer
+        assigned = branch.assigned | joined | singles
+        done = assigned == self.topo.layer_mask[layer]
+        if done:  # the layer is complete: keep what the future reads (as finish_layer)
+            assigned = -1
+            cls = self._read_later(cls, layer)
+        cls = tuple(cls)
+        bound = cost + self._bound(layer, assigned, cls)
+        if not within(bound, g_min):
+            return None
+        trail = branch.trail
+        if joined:
             new_comps = [comp for j, comp in enumerate(comps) if not (merged >> j) & 1]
             new_comps.append((union, True))
             if anchors & (anchors - 1):
@@ -380,31 +413,27 @@ class Problem:
         else:
             new_comps = list(comps)
             new_comps[proposal] = (comps[proposal][0], True)
-        assigned = branch.assigned | joined
-        reachable = 0
-        for members, fixed in new_comps:
-            if not fixed:
-                reachable |= self.parents_of(members)
-        for i in bits(free & ~joined & ~reachable):
-            c, msg = self._new_cluster_layer(1 << i, 1 << i, below)
-            cost += c
-            cls.append((1 << i, msg))
-            new_comps.append((1 << i, True))
-            assigned |= 1 << i
-        child = Branch(branch.layer, assigned, tuple(new_comps), tuple(cls), cost, trail, branch.link)
-        if assigned == self.topo.layer_mask[branch.layer]:
-            return self.finish_layer(child)
+        new_comps.extend((1 << i, True) for i in bits(singles))
+        if done:
+            new_comps = [(m, False) for m, _ in self._read_later(new_comps, layer)]
+        child = Branch(layer, assigned, tuple(new_comps), cls, cost, trail, branch.link)
+        child.bound = bound
+        child.estimate = bound if self._estimator is None else cost + self.estimate(child)
         return child
 
     def finish_layer(self, branch: Branch) -> Branch:
         """Close a completed layer: drop components and cluster-layers the future cannot
         read; the branch then stands at the start of the next layer (``assigned = -1``
         marks "layer done, not yet linked")."""
-        topo = self.topo
-        above = topo.above[branch.layer]
-        comps = tuple(sorted((m, False) for m, _ in branch.comps if self.parents_of(m) & above))
-        cls = tuple(sorted(c for c in branch.cls if self.parents_of(c[0]) & above))
+        comps = tuple((m, False) for m, _ in self._read_later(branch.comps, branch.layer))
+        cls = tuple(self._read_later(branch.cls, branch.layer))
         return Branch(branch.layer, -1, comps, cls, branch.cost, branch.trail, branch.link)
+
+    def _read_later(self, items: list | tuple, layer: int) -> list:
+        """The ``(mask, ...)`` items with a parent above ``layer``, sorted: the components
+        and cluster-layers a completed layer keeps."""
+        above = self.topo.above[layer]
+        return sorted(item for item in items if self.parents_of(item[0]) & above)
 
     def link_key(self, branch: Branch) -> tuple:
         """Dominance key of a completed layer: what any future cost or feasibility

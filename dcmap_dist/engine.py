@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,11 +99,13 @@ class Problem:
         self.model = model
         self.scheme = scheme
         self.topo = topo = Topology(network)
-        self._costs: dict[tuple, tuple[float, Hashable]] = {}
-        self._parents_of: dict[int, int] = {}
-        self._children_cache: dict[int, int] = {}
+        self._costs = Memo(self._evaluate)  # (nodes, children) -> (cost, message)
+        # node-set facts, memoised (a hit is one dict lookup: these are read tens to
+        # hundreds of times per iteration)
+        self.parents_of = Memo(lambda mask: _union(topo.parents, mask))  # all parents of a set
+        self.children_of = Memo(lambda mask: _union(topo.children, mask))  # all its children
+        self.closures = Memo(self._closures_of)
         self._singleton_messages: dict[int, Hashable] = {}
-        self._closure: dict[int, tuple[int, int, int, int]] = {}
         # descendants of the nodes above each layer: the only placed nodes a future
         # contiguity check can reach
         self._reach_above = []
@@ -120,14 +122,12 @@ class Problem:
             sum(self.node_bound[i] for i in bits(topo.above[l])) for l in range(topo.l_max + 1)
         ]
         self._estimator = getattr(model, "estimate", None)
-        self._message_bound_of = getattr(model, "message_lower_bound", None) if lower_bound else None
-        self._message_bounds: dict[tuple[int, Hashable], float] = {}
+        message_bound = getattr(model, "message_lower_bound", None) if lower_bound else None
+        # bound on absorbing a frontier cluster-layer (members, message), memoised
+        self._message_bounds = None if message_bound is None else Memo(
+            lambda item: message_bound(self.graph, topo.names(item[0]), item[1]))
 
     # -- small cached facts -------------------------------------------------
-    def parents_of(self, mask: int) -> int:
-        """All parents of the nodes of ``mask``."""
-        return _union_of(self._parents_of, self.topo.parents, mask)
-
     def remaining(self, branch: Branch) -> int:
         """Mask of the nodes not yet placed on ``branch``."""
         topo = self.topo
@@ -150,18 +150,13 @@ class Problem:
             rest |= unplaced
             for i in bits(unplaced):
                 bound += self.node_bound[i]
-        if self._message_bound_of is not None:
-            for members, msg in cls:
-                if self.parents_of(members) & rest:
-                    bound += self._message_bound(members, msg)
+        message_bounds = self._message_bounds
+        if message_bounds is not None:
+            parents_of = self.parents_of
+            for item in cls:
+                if parents_of[item[0]] & rest:
+                    bound += message_bounds[item]
         return bound
-
-    def _message_bound(self, members: int, msg: Hashable) -> float:
-        got = self._message_bounds.get((members, msg))
-        if got is None:
-            got = self._message_bound_of(self.graph, self.topo.names(members), msg)
-            self._message_bounds[(members, msg)] = got
-        return got
 
     def estimate(self, branch: Branch) -> float:
         """The paper's ``h``: the model's estimate of the rest, else the lower bound."""
@@ -185,20 +180,20 @@ class Problem:
     ) -> tuple[float, Hashable]:
         """Cost and message of cluster-layer ``nodes`` given its children
         ``(members, same_cluster, message)``, memoised."""
-        key = (nodes, children)
-        got = self._costs.get(key)
-        if got is None:
-            topo = self.topo
-            kids = [
-                ChildClusterLayer(topo.names(m), topo.layer[(m & -m).bit_length() - 1], same, msg)
-                for m, same, msg in children
-            ]
-            layer = topo.layer[(nodes & -nodes).bit_length() - 1]
-            ctx = CostContext(topo.names(nodes), layer, self.graph, sort_children(kids))
-            value, message = self.model.evaluate(ctx)
-            got = (checked_cost(value, ctx), message)
-            self._costs[key] = got
-        return got
+        return self._costs[(nodes, children)]
+
+    def _evaluate(self, key: tuple[int, tuple[tuple[int, bool, Hashable], ...]]) -> tuple[float, Hashable]:
+        """The cost model's answer for a :meth:`cluster_layer_cost` key (a memo miss)."""
+        nodes, children = key
+        topo = self.topo
+        kids = [
+            ChildClusterLayer(topo.names(m), topo.layer[(m & -m).bit_length() - 1], same, msg)
+            for m, same, msg in children
+        ]
+        layer = topo.layer[(nodes & -nodes).bit_length() - 1]
+        ctx = CostContext(topo.names(nodes), layer, self.graph, sort_children(kids))
+        value, message = self.model.evaluate(ctx)
+        return checked_cost(value, ctx), message
 
     # -- the search tree ----------------------------------------------------
     def root(self) -> Branch:
@@ -233,7 +228,7 @@ class Problem:
         for idx, (members, fixed) in enumerate(branch.comps):
             if fixed:
                 continue
-            count = (self.parents_of(members) & free).bit_count()
+            count = (self.parents_of[members] & free).bit_count()
             if 0 < count < best_count:
                 best, best_count = idx, count
         return best
@@ -262,9 +257,9 @@ class Problem:
         With a ``watch``, every step checks the limits (raising SearchInterrupted)."""
         comps = branch.comps
         members = comps[proposal][0]
-        candidates = self.parents_of(members) & free
+        candidates = self.parents_of[members] & free
         if self.scheme == "single":
-            up, down = self._closures(members)[:2]
+            up, down = self.closures[members][:2]
             for subset in iter_combos(bits(candidates), set(), set()):
                 if watch is not None:
                     watch.check_within()
@@ -283,7 +278,7 @@ class Problem:
         topo = self.topo
         comps = branch.comps
         open_idx = [i for i, (_, fixed) in enumerate(comps) if not fixed]
-        closures = {i: self._closures(comps[i][0]) for i in open_idx}
+        closures = {i: self.closures[comps[i][0]] for i in open_idx}
 
         def grow(joined: int, merged: int, union: int, layers_used: int, down: int, up: int,
                  cand_nodes: int, cand_comps: int, banned_nodes: int,
@@ -325,7 +320,7 @@ class Problem:
                     up_j, down_j, touch_j, layers_j = closures[j]
                     if touch_j & union or layers_j & layers_used:
                         continue
-                    new_nodes = self.parents_of(m) & free & ~(joined | cand_nodes | banned_nodes)
+                    new_nodes = self.parents_of[m] & free & ~(joined | cand_nodes | banned_nodes)
                     yield from grow(joined, merged | bit, union | m, layers_used | layers_j,
                                     down | down_j, up | up_j, cand_nodes | new_nodes, cand_comps,
                                     banned_nodes, banned_comps)
@@ -333,7 +328,7 @@ class Problem:
         members = comps[proposal][0]
         up, down, _, layers_used = closures[proposal]
         return grow(0, 1 << proposal, members, layers_used, down, up,
-                    self.parents_of(members) & free, 0, 0, 1 << proposal)
+                    self.parents_of[members] & free, 0, 0, 1 << proposal)
 
     def _violators(self, union: int, down: int, up: int, joined: int) -> int:
         """The nodes that break the contiguity of ``union`` (outside it, with an ancestor
@@ -346,18 +341,12 @@ class Problem:
             up |= topo.anc[i]
         return down & up & ~union
 
-    def _children_of(self, mask: int) -> int:
-        """All children of the nodes of ``mask``."""
-        return _union_of(self._children_cache, self.topo.children, mask)
-
     def _new_cluster_layer(self, nodes: int, cluster: int,
                            cls: tuple[tuple[int, Hashable], ...]) -> tuple[float, Hashable]:
         """Cost of a new cluster-layer ``nodes`` whose component (after merging) is
         ``cluster``; its children are among the frontier cluster-layers ``cls``."""
-        kids = self._children_of(nodes)
-        return self.cluster_layer_cost(
-            nodes, tuple((m, bool(m & cluster), msg) for m, msg in cls if m & kids)
-        )
+        kids = self.children_of[nodes]
+        return self._costs[(nodes, tuple([(m, m & cluster != 0, msg) for m, msg in cls if m & kids]))]
 
     def _apply(self, branch: Branch, proposal: int, joined: int, merged: int, free: int,
                below: tuple[tuple[int, Hashable], ...], g_min: float = math.inf) -> Branch | None:
@@ -372,7 +361,7 @@ class Problem:
         if joined:
             union = joined
             anchors = joined
-            kids = self._children_of(joined)
+            kids = self.children_of[joined]
             for j in bits(merged):
                 union |= comps[j][0]
                 # anchor on a child of a joiner: a frontier node, the same on every
@@ -384,11 +373,11 @@ class Problem:
             cls.append((joined, msg))
             for j, (members, fixed) in enumerate(comps):
                 if not fixed and not (merged >> j) & 1:
-                    reachable |= self.parents_of(members)
+                    reachable |= self.parents_of[members]
         else:
             for j, (members, fixed) in enumerate(comps):
                 if not fixed and j != proposal:
-                    reachable |= self.parents_of(members)
+                    reachable |= self.parents_of[members]
         singles = free & ~joined & ~reachable
         for i in bits(singles):
             c, msg = self._new_cluster_layer(1 << i, 1 << i, below)
@@ -433,7 +422,7 @@ class Problem:
         """The ``(mask, ...)`` items with a parent above ``layer``, sorted: the components
         and cluster-layers a completed layer keeps."""
         above = self.topo.above[layer]
-        return sorted(item for item in items if self.parents_of(item[0]) & above)
+        return sorted(item for item in items if self.parents_of[item[0]] & above)
 
     def link_key(self, branch: Branch) -> tuple:
         """Dominance key of a completed layer: what any future cost or feasibility
@@ -454,10 +443,10 @@ class Problem:
         reach = self._reach_above[layer]
         placed = self.topo.upto[layer]
         cls = branch.cls
-        known = self._closure
+        known = self.closures
         parts = []
         for members, _ in branch.comps:
-            closure = known.get(members) or self._closures(members)
+            closure = known[members]
             parts.append((tuple([c for c in cls if c[0] & members]), members, closure))
         parts.sort()
         outside = [closure[0] & placed & ~members for _, members, closure in parts]
@@ -471,33 +460,39 @@ class Problem:
                     blocked.append((i, j))
         return layer, tuple([(part[0], out & reach) for part, out in zip(parts, outside)]), tuple(blocked)
 
-    def _closures(self, members: int) -> tuple[int, int, int, int]:
-        """Ancestors, descendants (outside ``members``), neighbours and layers of a node set."""
-        got = self._closure.get(members)
-        if got is None:
-            topo = self.topo
-            ancestors = descendants = touch = layers_used = 0
-            for i in bits(members):
-                ancestors |= topo.anc[i]
-                descendants |= topo.desc[i]
-                touch |= topo.neighbours[i]
-                layers_used |= 1 << topo.layer[i]
-            got = (ancestors & ~members, descendants & ~members, touch & ~members, layers_used)
-            self._closure[members] = got
-        return got
+    def _closures_of(self, members: int) -> tuple[int, int, int, int]:
+        """Ancestors, descendants (outside ``members``), neighbours and layers of a node
+        set (read through the memo :attr:`closures`)."""
+        topo = self.topo
+        ancestors = descendants = touch = layers_used = 0
+        for i in bits(members):
+            ancestors |= topo.anc[i]
+            descendants |= topo.desc[i]
+            touch |= topo.neighbours[i]
+            layers_used |= 1 << topo.layer[i]
+        return ancestors & ~members, descendants & ~members, touch & ~members, layers_used
 
     def is_complete(self, branch: Branch) -> bool:
         return branch.layer_done and branch.layer == self.topo.l_max
 
 
-def _union_of(cache: dict[int, int], table: list[int], mask: int) -> int:
-    """The union of ``table[i]`` over the nodes ``i`` of ``mask``, memoised in ``cache``."""
-    got = cache.get(mask)
-    if got is None:
-        got = 0
-        for i in bits(mask):
-            got |= table[i]
-        cache[mask] = got
+class Memo(dict):
+    """A dict that fills a missing key with ``compute(key)``: a hit costs one lookup."""
+
+    def __init__(self, compute: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.compute = compute
+
+    def __missing__(self, key: Any) -> Any:
+        value = self[key] = self.compute(key)
+        return value
+
+
+def _union(table: list[int], mask: int) -> int:
+    """The union of ``table[i]`` over the nodes ``i`` of ``mask``."""
+    got = 0
+    for i in bits(mask):
+        got |= table[i]
     return got
 
 

@@ -8,6 +8,10 @@
 
 __version__ = "0.1.0"
 
+from .compiled import check_fresh
+
+check_fresh()
+
 from .cost import CostContext, ChildClusterLayer, DcmapCost, evaluate_mapping, load_cost
 from .loading import load_network
 from .network import Network, NetworkError

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .compiled import describe
 from .cost import ELIMINATION_ORDERS, CostError, DcmapCost, evaluate_mapping, load_cost
 from .dynamic import MAX_UNROLLED_NODES, recover_template
 from .limits import INTERRUPT, memory_mb
@@ -104,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
                "(proven optimal), 1 internal error, 2 bad input or usage, 3 stopped by a limit (best result "
                "written), 4 interrupted (best result written).",
     )
-    parser.add_argument("--version", action="version", version=f"dcmap {__version__}")
+    parser.add_argument("--version", action="version", version=f"dcmap {__version__} ({describe()})")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
     info = sub.add_parser("info", help="describe a network")

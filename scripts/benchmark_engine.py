@@ -3,24 +3,31 @@
 For each network the baseline (a ``git worktree`` of ``--baseline``, removed at the
 end) and this tree solve it in turn, each in its own process on one core, with the
 same time limit. A run reports iterations, iterations per CPU second, wall and CPU
-time and, when proven, the time to proof. Where both runs are proven, their optimal
-cost, their set of optimal partitions and their ``solution_count`` must be equal (the
-script fails otherwise). Rows are appended to ``results/engine.csv`` with the command.
+time, peak memory, whether the engine ran compiled or in pure Python (``build``; the
+baseline's worktree is never compiled) and, when proven, the time to proof; else the
+lower bound and gap reached. Where both runs are proven, their optimal cost, their set
+of optimal partitions and their ``solution_count`` must be equal (the script fails
+otherwise). Rows are appended to ``results/engine.csv`` with the command.
+``--baseline none`` runs this tree alone (long budgets on the networks still open).
 
     python scripts/benchmark_engine.py --networks insurance,water --time-limit 900
+    python scripts/benchmark_engine.py --networks hailfinder --time-limit 3600 --baseline none
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import hashlib
 import json
+import resource
 import shlex
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +35,7 @@ NETWORKS = ROOT.parent / "shared" / "networks"
 BASELINE = "8458db3"  # main before the engine work of issue 10
 COLUMNS = ["network", "engine", "commit", "proven", "cost", "solutions", "partitions_digest", "iterations",
            "wall_seconds", "cpu_seconds", "iterations_per_cpu_second", "proof_seconds", "lower_bound", "gap",
-           "speedup", "time_limit", "date", "command"]
+           "speedup", "time_limit", "date", "command", "build", "peak_mib"]
 
 
 def network_spec(label: str) -> dict:
@@ -44,6 +51,11 @@ def run_one(tree: str, label: str, time_limit: float) -> dict:
     sys.path.insert(0, tree)
     from dcmap_dist import solve
     from dcmap_dist.loading import load_network
+    try:
+        from dcmap_dist.compiled import describe
+    except ImportError:  # a tree from before the compiled build
+        def describe() -> str:
+            return "pure Python engine"
 
     spec = network_spec(label)
     network = load_network(spec["source"], slices=spec.get("slices"))
@@ -57,7 +69,8 @@ def run_one(tree: str, label: str, time_limit: float) -> dict:
         "iterations": result.iterations, "wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2),
         "iterations_per_cpu_second": round(result.iterations / max(cpu, 1e-9)),
         "proof_seconds": round(wall, 2) if result.proven_optimal else None,
-        "lower_bound": result.lower_bound, "gap": result.gap,
+        "lower_bound": result.lower_bound, "gap": result.gap, "build": describe().removesuffix(" engine"),
+        "peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 
 
@@ -77,7 +90,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--networks", default="insurance,water,seagrass-2slices,hailfinder")
     parser.add_argument("--time-limit", type=float, default=900.0, help="seconds per run (900)")
-    parser.add_argument("--baseline", default=BASELINE, help=f"commit to compare with ({BASELINE})")
+    parser.add_argument("--baseline", default=BASELINE,
+                        help=f"commit to compare with ({BASELINE}), or none to run this tree alone")
     parser.add_argument("--output", default=str(ROOT / "results" / "engine.csv"))
     parser.add_argument("--run-one", nargs=3, metavar=("TREE", "NETWORK", "SECONDS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -90,29 +104,39 @@ def main() -> None:
 
     command = "python scripts/benchmark_engine.py " + shlex.join(sys.argv[1:])
     date = datetime.date.today().isoformat()
+    rows = []
+    with baseline_tree(args.baseline) as baseline:
+        engines = {"new": ROOT} if baseline is None else {"baseline": baseline, "new": ROOT}
+        for label in args.networks.split(","):
+            got = {}
+            for engine, tree in engines.items():
+                row = {"network": label, "engine": engine, "commit": commit_of(tree),
+                       **run_isolated(str(tree), label, args.time_limit),
+                       "time_limit": args.time_limit, "date": date, "command": command}
+                got[engine] = row
+                if engine != "baseline" and "baseline" in got:
+                    row["speedup"] = speedup(got["baseline"], row)
+                print(json.dumps(row), flush=True)
+                append_csv_row(Path(args.output), row, COLUMNS)
+                rows.append(row)
+            check_same(got)
+    print(table(rows))
+
+
+@contextlib.contextmanager
+def baseline_tree(commit: str) -> Iterator[Path | None]:
+    """A worktree of ``commit`` for the run, removed at the end (None for ``none``)."""
+    if commit == "none":
+        yield None
+        return
     with tempfile.TemporaryDirectory(prefix="dcmap-baseline-") as scratch:
         baseline = Path(scratch) / "baseline"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(baseline), args.baseline],
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(baseline), commit],
                        check=True)
         try:
-            engines = {"baseline": baseline, "new": ROOT}
-            rows = []
-            for label in args.networks.split(","):
-                got = {}
-                for engine, tree in engines.items():
-                    row = {"network": label, "engine": engine, "commit": commit_of(tree),
-                           **run_isolated(str(tree), label, args.time_limit),
-                           "time_limit": args.time_limit, "date": date, "command": command}
-                    got[engine] = row
-                    if engine != "baseline":
-                        row["speedup"] = speedup(got["baseline"], row)
-                    print(json.dumps(row), flush=True)
-                    append_csv_row(Path(args.output), row, COLUMNS)
-                    rows.append(row)
-                check_same(got)
+            yield baseline
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)], check=False)
-    print(table(rows))
 
 
 def speedup(base: dict, new: dict) -> float:
@@ -135,13 +159,14 @@ def check_same(got: dict[str, dict]) -> None:
 
 def table(rows: list[dict]) -> str:
     """The rows as a Markdown table."""
-    head = ["network", "engine", "proven", "iterations", "it/CPU s", "wall (s)", "CPU (s)", "gap", "speed-up"]
+    head = ["network", "engine", "build", "proven", "iterations", "it/CPU s", "wall (s)", "CPU (s)", "peak MiB",
+            "gap", "speed-up"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
         gap = "" if r["proven"] or r["gap"] is None else f"{100 * r['gap']:.1f}%"
-        lines.append(f"| {r['network']} | {r['engine']} | {r['proven']} | {r['iterations']} | "
-                     f"{r['iterations_per_cpu_second']} | {r['wall_seconds']} | {r['cpu_seconds']} | {gap} | "
-                     f"{r.get('speedup') or ''} |")
+        lines.append(f"| {r['network']} | {r['engine']} | {r['build']} | {r['proven']} | {r['iterations']} | "
+                     f"{r['iterations_per_cpu_second']} | {r['wall_seconds']} | {r['cpu_seconds']} | "
+                     f"{r['peak_mib']} | {gap} | {r.get('speedup') or ''} |")
     return "\n".join(lines)
 
 

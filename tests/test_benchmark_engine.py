@@ -31,7 +31,12 @@ def test_a_run_against_head_compares_both_engines_and_removes_its_worktree(tmp_p
     assert all(r["proven"] == "True" and r["cost"] == "68.8" and r["solutions"] == "38" for r in rows)
     assert rows[0]["partitions_digest"] == rows[1]["partitions_digest"]
     assert rows[1]["speedup"] and rows[0]["command"].startswith("python scripts/benchmark_engine.py --networks asia")
-    assert "| asia | new | True |" in done.stdout
+    from dcmap_dist.compiled import describe
+
+    build = describe().removesuffix(" engine")
+    assert [r["build"] for r in rows] == ["pure Python", build]  # a worktree is never compiled
+    assert all(int(r["peak_mib"]) > 0 for r in rows)
+    assert f"| asia | new | {build} | True |" in done.stdout
     after = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout
     assert after == before  # the baseline's worktree is gone
 
@@ -45,3 +50,14 @@ def test_runs_that_disagree_fail_the_benchmark():
         benchmark_engine.check_same({"baseline": row, "new": dict(row, engine="new", solutions=37)})
     with pytest.raises(SystemExit, match="results differ on asia"):
         benchmark_engine.check_same({"baseline": row, "new": dict(row, engine="new", partitions_digest="b")})
+
+
+@pytest.mark.skipif(not ASIA.exists(), reason=f"{ASIA} is not here")
+def test_without_a_baseline_only_this_tree_runs(tmp_path):
+    output = tmp_path / "engine.csv"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--networks", "asia", "--time-limit", "30",
+                           "--baseline", "none", "--output", str(output)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(open(output)))
+    assert [(r["engine"], r["proven"], r["cost"], r["speedup"]) for r in rows] == [("new", "True", "68.8", "")]

@@ -1,0 +1,69 @@
+"""Which of the search's modules run compiled.
+
+The install compiles :data:`COMPILED` with Cython where it can (``setup.py``); the
+same source runs as pure Python otherwise. In a checkout installed with ``pip install
+-e``, the extension modules sit beside their sources and Python imports them first, so
+a source edited after the build would be ignored: :func:`check_fresh` warns, from the
+digests of the sources the build compiled (:data:`BUILT_SOURCES`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import json
+import sys
+import warnings
+from pathlib import Path
+
+COMPILED = ("engine", "explorer", "linking", "structure")  # setup.py compiles these
+BUILT_SOURCES = "built-sources.json"  # sha256 of each source when it was compiled
+PACKAGE = Path(__file__).resolve().parent
+
+
+def compiled_modules() -> list[str]:
+    """The modules of :data:`COMPILED` that are loaded (or would load) from an
+    extension module."""
+    found = []
+    for name in COMPILED:
+        module = sys.modules.get(f"{__package__}.{name}")
+        if module is not None:
+            if Path(module.__file__).suffix != ".py":
+                found.append(name)
+        elif _extension(name) is not None:
+            found.append(name)
+    return found
+
+
+def describe() -> str:
+    """``compiled engine``, ``pure Python engine``, or which modules are compiled."""
+    found = compiled_modules()
+    if len(found) == len(COMPILED):
+        return "compiled engine"
+    return "pure Python engine" if not found else f"engine compiled in part ({', '.join(found)})"
+
+
+def check_fresh() -> None:
+    """Warn when a source differs from the one its compiled module was built from (an
+    edit that does not run)."""
+    try:
+        built = json.loads((PACKAGE / BUILT_SOURCES).read_text())
+    except (OSError, ValueError):
+        return
+    for name in COMPILED:
+        extension = _extension(name)
+        source = PACKAGE / f"{name}.py"
+        if extension is None or not source.exists() or name not in built:
+            continue
+        if hashlib.sha256(source.read_bytes()).hexdigest() != built[name]:
+            warnings.warn(f"{source} changed after it was compiled, and Python runs the compiled "
+                          f"{extension.name}: run `pip install -e .` again, or delete {extension.name} "
+                          f"to run the source", stacklevel=2)
+
+
+def _extension(name: str) -> Path | None:
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = PACKAGE / f"{name}{suffix}"
+        if path.exists():
+            return path
+    return None

@@ -1,0 +1,54 @@
+"""Tests for dcmap_dist.compiled: which modules run compiled, and the warning when a
+source was edited after its build."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from dcmap_dist import compiled
+
+
+def test_describe_names_the_engine_that_runs():
+    found = compiled.compiled_modules()
+    assert set(found) <= set(compiled.COMPILED)
+    expected = {0: "pure Python engine", len(compiled.COMPILED): "compiled engine"}
+    assert compiled.describe() == expected.get(len(found), f"engine compiled in part ({', '.join(found)})")
+    version = subprocess.run([sys.executable, "-m", "dcmap_dist", "--version"], capture_output=True, text=True)
+    assert version.stdout.strip().endswith(f"({compiled.describe()})")
+
+
+def test_the_running_modules_are_the_ones_reported():
+    import dcmap_dist.engine as engine
+
+    suffix = os.path.splitext(engine.__file__)[1]
+    assert ("engine" in compiled.compiled_modules()) == (suffix != ".py")
+
+
+def test_a_source_edited_after_its_build_warns(tmp_path, monkeypatch):
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    source = tmp_path / "engine.py"
+    source.write_text("x = 1\n")
+    (tmp_path / f"engine{suffix}").write_bytes(b"")
+    (tmp_path / compiled.BUILT_SOURCES).write_text(json.dumps({"engine": hashlib.sha256(b"x = 1\n").hexdigest()}))
+    monkeypatch.setattr(compiled, "PACKAGE", tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        os.utime(source, (3_000_000_000, 3_000_000_000))  # newer, but the same text: silent
+        compiled.check_fresh()
+    source.write_text("x = 2\n")
+    with pytest.warns(UserWarning, match=r"engine\.py changed after it was compiled.*pip install -e \."):
+        compiled.check_fresh()
+
+
+def test_the_installed_build_is_fresh():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled.check_fresh()

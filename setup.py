@@ -1,8 +1,8 @@
 """Build script: compiles the search's hot modules with Cython where it can.
 
 The modules in ``dcmap_dist.compiled.COMPILED`` are plain Python; Cython compiles the
-same source to C extension modules, which run the search 1.3 to 1.6 times faster
-(results/engine.csv). If Cython or a C compiler is missing, or a module fails to
+same source to C extension modules, which run the search about 1.3 times faster
+(docs/search.md). If Cython or a C compiler is missing, or a module fails to
 compile, the install goes on in pure Python with a warning: results are identical.
 ``DCMAP_PURE_PYTHON=1`` skips the compilation (for profiling with py-spy, which sees
 only Python frames).

@@ -371,13 +371,9 @@ class Problem:
             c, msg = self._new_cluster_layer(joined, union, below)
             cost += c
             cls.append((joined, msg))
-            for j, (members, fixed) in enumerate(comps):
-                if not fixed and not (merged >> j) & 1:
-                    reachable |= self.parents_of[members]
-        else:
-            for j, (members, fixed) in enumerate(comps):
-                if not fixed and j != proposal:
-                    reachable |= self.parents_of[members]
+        for j, (members, fixed) in enumerate(comps):  # merged holds the proposal
+            if not fixed and not (merged >> j) & 1:
+                reachable |= self.parents_of[members]
         singles = free & ~joined & ~reachable
         for i in bits(singles):
             c, msg = self._new_cluster_layer(1 << i, 1 << i, below)
@@ -403,9 +399,8 @@ class Problem:
             new_comps = list(comps)
             new_comps[proposal] = (comps[proposal][0], True)
         new_comps.extend((1 << i, True) for i in bits(singles))
-        if done:
-            new_comps = [(m, False) for m, _ in self._read_later(new_comps, layer)]
-        child = Branch(layer, assigned, tuple(new_comps), cls, cost, trail, branch.link)
+        new_comps = self._comps_read_later(new_comps, layer) if done else tuple(new_comps)
+        child = Branch(layer, assigned, new_comps, cls, cost, trail, branch.link)
         child.bound = bound
         child.estimate = bound if self._estimator is None else cost + self.estimate(child)
         return child
@@ -414,9 +409,13 @@ class Problem:
         """Close a completed layer: drop components and cluster-layers the future cannot
         read; the branch then stands at the start of the next layer (``assigned = -1``
         marks "layer done, not yet linked")."""
-        comps = tuple((m, False) for m, _ in self._read_later(branch.comps, branch.layer))
+        comps = self._comps_read_later(branch.comps, branch.layer)
         cls = tuple(self._read_later(branch.cls, branch.layer))
         return Branch(branch.layer, -1, comps, cls, branch.cost, branch.trail, branch.link)
+
+    def _comps_read_later(self, comps: list | tuple, layer: int) -> tuple[tuple[int, bool], ...]:
+        """The components a completed layer keeps, all unfixed again for the next layer."""
+        return tuple([(m, False) for m, _ in self._read_later(comps, layer)])
 
     def _read_later(self, items: list | tuple, layer: int) -> list:
         """The ``(mask, ...)`` items with a parent above ``layer``, sorted: the components

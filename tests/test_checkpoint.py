@@ -104,9 +104,17 @@ def test_a_disconnected_search_resumes_in_its_second_component(tmp_path):
 # -- kill -9 at random moments, and in the middle of writing a checkpoint ----------------------
 
 
+SEAGRASS = ["seagrass-2tbn", "--slices", "1", "--order", "paper"]
+
+
 @pytest.fixture(scope="module")
-def child_reference():
-    return summary(solve(load_network("child"), max_solutions=None))
+def seagrass_reference():
+    """Seagrass, one slice: the result, and how long its search takes here (kill moments
+    are fractions of it, so that a run is still going when it is killed, however fast
+    the machine)."""
+    whole = solve(load_network("seagrass-2tbn", slices=1), order="paper", max_solutions=None)
+    assert (round(whole.optimal_cost, 6), whole.solution_count) == (1249.8, 8)
+    return summary(whole), whole.elapsed_seconds
 
 
 def kill_and_resume(tmp_path: Path, args: list[str], delay: float | None, resume_args: list[str],
@@ -133,35 +141,39 @@ def kill_and_resume(tmp_path: Path, args: list[str], delay: float | None, resume
     return output
 
 
-@pytest.mark.parametrize("case", range(30))
-def test_kill_9_at_a_random_moment_then_resume(tmp_path, child_reference, case):
-    """30 serial runs killed at seeded random moments (checkpoints every 0.1 s, so some
-    die while writing one), resumed serially or (every fifth) on 2 workers."""
-    delay = random.Random(case).uniform(0.0, 0.8)
+@pytest.mark.parametrize("case", range(20))
+def test_kill_9_at_a_random_moment_then_resume(tmp_path, seagrass_reference, case):
+    """20 serial runs killed at seeded random moments in the first half of the search
+    (checkpoints after every step, so some die while writing one), resumed serially or
+    (every fifth) on 2 workers."""
+    reference, seconds = seagrass_reference
+    delay = random.Random(case).uniform(0.0, 0.5) * seconds
     workers = ["--workers", "2"] if case % 5 == 1 else []
-    output = kill_and_resume(tmp_path, ["child", "--checkpoint-every", "0.1"], delay, workers)
-    assert result_summary(output) == child_reference
+    output = kill_and_resume(tmp_path, [*SEAGRASS, "--checkpoint-every", "0.1"], delay, workers)
+    assert result_summary(output) == reference
 
 
 @pytest.mark.parametrize("step", ["table-branches", "table-links", "table-histories", "metadata", "rename"])
-def test_kill_9_while_writing_a_checkpoint_then_resume(tmp_path, child_reference, step):
+def test_kill_9_while_writing_a_checkpoint_then_resume(tmp_path, seagrass_reference, step):
     """Fault injection kills the process in the middle of writing its 3rd generation: the
     2nd is used (the partial one is ignored) and the result is exact."""
-    output = kill_and_resume(tmp_path, ["child", "--checkpoint-every", "0.1"], None, [],
+    output = kill_and_resume(tmp_path, [*SEAGRASS, "--checkpoint-every", "0.1"], None, [],
                              env={FAULT_VARIABLE: f"{step}:3"})
-    assert result_summary(output) == child_reference
+    assert result_summary(output) == seagrass_reference[0]
 
 
-def test_distributed_run_killed_then_resumed_serially(tmp_path, child_reference):
-    output = kill_and_resume(tmp_path, ["child", "--workers", "2", "--checkpoint-every", "0.2"], 1.0, [])
-    assert result_summary(output) == child_reference
+def test_distributed_run_killed_then_resumed_serially(tmp_path, seagrass_reference):
+    reference, seconds = seagrass_reference
+    output = kill_and_resume(tmp_path, [*SEAGRASS, "--workers", "2", "--checkpoint-every", "0.1"],
+                             0.3 * seconds, [])
+    assert result_summary(output) == reference
 
 
-def test_seagrass_one_slice_killed_and_resumed_on_two_workers(tmp_path):
-    reference = summary(solve(load_network("seagrass-2tbn", slices=1), order="paper", max_solutions=None))
-    output = kill_and_resume(tmp_path, ["seagrass-2tbn", "--slices", "1", "--order", "paper",
-                                        "--checkpoint-every", "1"], 3.0, ["--workers", "2"])
-    assert result_summary(output) == reference == (1249.8, 8, reference[2])
+def test_seagrass_one_slice_killed_and_resumed_on_two_workers(tmp_path, seagrass_reference):
+    reference, seconds = seagrass_reference
+    output = kill_and_resume(tmp_path, [*SEAGRASS, "--checkpoint-every", "0.2"], 0.5 * seconds,
+                             ["--workers", "2"])
+    assert result_summary(output) == reference
 
 
 # -- signals ----------------------------------------------------------------------------------
@@ -202,9 +214,11 @@ def test_a_signal_writes_the_best_so_far(tmp_path, sig, checkpointed, workers):
 
 @pytest.fixture()
 def checkpointed(tmp_path) -> Path:
-    """A checkpoint of child with several generations (stopped by a limit)."""
+    """A checkpoint of child with two generations: stopped by a limit, resumed and
+    stopped by a limit again (each stop writes one)."""
     folder = tmp_path / "ck"
-    solve(load_network("child"), max_iterations=8000, checkpoint=folder, checkpoint_every=0.05)
+    solve(load_network("child"), max_iterations=4000, checkpoint=folder)
+    solve(None, max_iterations=4000, resume=folder)
     assert len(generations(folder)) == 2  # the newest and the one before it are kept
     return folder
 

@@ -108,9 +108,10 @@ def test_distributed_equals_serial_on_real_networks(name, slices, order):
 def test_a_killed_worker_loses_nothing(tmp_path):
     """Kill one worker's process in the middle of a run, after a checkpoint has taken a
     snapshot of the search under way: the coordinator starts a new worker, rolls every
-    worker back to that snapshot, and the result is exact."""
+    worker back to that snapshot, and the result is exact. Without the bound, so that
+    the search lasts long enough (seconds) for the kill to land in it."""
     network = load_network("seagrass-2tbn", slices=1)
-    serial = solve(network, order="paper", max_solutions=None)
+    serial = solve(network, order="paper", max_solutions=None, use_bound=False)
     import ray
 
     killed = []
@@ -124,7 +125,7 @@ def test_a_killed_worker_loses_nothing(tmp_path):
         os.kill(pids[0], signal.SIGKILL)
         killed.append(pids[0])
 
-    result = solve(network, order="paper", max_solutions=None, workers=2, snapshot_every=1.0,
+    result = solve(network, order="paper", max_solutions=None, workers=2, snapshot_every=1.0, use_bound=False,
                    checkpoint=tmp_path / "run", checkpoint_every=2.0, on_progress=kill_one)
     assert killed, "the run ended before a worker could be killed"
     assert result.components[0]["distributed"]["recoveries"] >= 1

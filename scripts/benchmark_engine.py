@@ -139,11 +139,11 @@ def baseline_tree(commit: str) -> Iterator[Path | None]:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(baseline)], check=False)
 
 
-def speedup(base: dict, new: dict) -> float:
-    """Time to proof of the baseline over the new one when both are proven, else the
-    ratio of iterations per CPU second."""
+def speedup(base: dict, new: dict) -> float | None:
+    """Time to proof of the baseline over the new one when both are proven (None when
+    the new one took no measurable time), else the ratio of iterations per CPU second."""
     if base["proven"] and new["proven"]:
-        return round(base["wall_seconds"] / new["wall_seconds"], 2)
+        return round(base["wall_seconds"] / new["wall_seconds"], 2) if new["wall_seconds"] else None
     return round(new["iterations_per_cpu_second"] / max(base["iterations_per_cpu_second"], 1), 2)
 
 

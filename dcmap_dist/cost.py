@@ -12,8 +12,12 @@ passes up. A model may also supply
 * ``message_lower_bound(graph, nodes, message) -> float``: a bound on what absorbing
   the message of cluster-layer ``nodes`` costs a parent cluster-layer, whichever it is
   and however it is mapped; the search adds it for every placed cluster-layer that
-  still has an unplaced parent (each absorption is counted once and is not part of
-  any node's bound);
+  still has an unplaced parent, once per layer holding such a parent (each layer
+  holds a different absorber; no absorption is counted twice or in a node's bound);
+* ``absorber_lower_bounds(graph) -> {node: b}`` and ``absorbed_lower_bounds(graph) ->
+  {node: b}``: what absorbing the messages of cluster-layers not yet placed costs,
+  charged per parent and layer of its children, and per layer (its largest value);
+  see :mod:`dcmap_dist.bounds` and docs/cost-model.md for the contract;
 * ``estimate(graph, nodes) -> float``: the paper's heuristic ``h``, an estimate
   of the cost of the nodes still to place, used only to order the queue.
 
@@ -29,7 +33,7 @@ import json
 import math
 import numbers
 import sys
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -125,6 +129,7 @@ def child_order(ctx: CostContext, by_name: bool = False) -> list[ChildClusterLay
 
 
 ELIMINATION_ORDERS = ("cpt", "paper", "canonical")
+MOST_GROUPED_PARENTS = 8  # absorbed_lower_bounds tries every grouping of at most this many (Bell(8) = 4140)
 
 
 @dataclass(frozen=True)
@@ -224,6 +229,51 @@ class DcmapCost:
             bounds[x] = _as_float(cpt) + summed
         return bounds
 
+    def absorber_lower_bounds(self, graph: Network) -> dict[str, float]:
+        """What a node's cluster-layer pays, at least, to multiply in the message of a
+        child cluster-layer: ``card(x)``, for nodes of two states or more (the message
+        holds ``x``; proof in docs/cost-model.md)."""
+        return {x: _as_float(graph.card(x)) for x in graph.nodes if graph.card(x) >= 2}
+
+    def absorbed_lower_bounds(self, graph: Network) -> dict[str, float]:
+        """What absorbing the message of the cluster-layer that holds ``y`` costs, at least,
+        beyond the other bounds (proof in docs/cost-model.md). Each absorber ``P`` leaves
+        ``min(a, 1) (prod - sum)``, over the cards of two or more states of ``y``'s
+        parents (the product) and of its parents in ``P`` (the sum); there is one absorber
+        in every layer of ``y``'s parents, and the parents in the layer just above are
+        either in separate absorbers or together, and then the first elimination of their
+        cluster-layer multiplies the others in (``_grouping_excess``): the least over
+        the ways to group them."""
+        _check_range(graph, self.addition)
+        layer = layers(graph)
+        weight = min(self.addition, 1.0)
+        by_layer: dict[int, list[str]] = {}
+        for x in graph.nodes:
+            by_layer.setdefault(layer[x], []).append(x)
+        cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in graph.nodes}
+        bounds = {}
+        for y in graph.nodes:
+            product = math.prod(c for p in graph.parents[y] if (c := graph.card(p)) >= 2)
+            if product == 1:  # no parent of two states or more: nothing to charge
+                continue
+
+            def left(group: list[str]) -> float:
+                return _weighted(weight, product - sum(c for p in group if (c := graph.card(p)) >= 2))
+
+            parents_by_layer: dict[int, list[str]] = {}
+            for p in graph.parents[y]:
+                parents_by_layer.setdefault(layer[p], []).append(p)
+            total = 0.0
+            for l, parents in parents_by_layer.items():
+                if l == layer[y] + 1 and len(parents) <= MOST_GROUPED_PARENTS:
+                    total += min(sum(left(g) + _grouping_excess(graph, g, by_layer[l], cpt) for g in groups)
+                                 for groups in _set_partitions(parents))
+                else:  # at least one absorber, holding some of them
+                    total += left(parents)
+            if total > 0:
+                bounds[y] = total
+        return bounds
+
     def message_lower_bound(self, graph: Network, nodes: frozenset[str], message: frozenset[str]) -> float:
         """What any parent cluster-layer pays to absorb this message (see docs/cost-model.md)."""
         return _message_bound(self, graph, nodes, message)
@@ -237,6 +287,31 @@ def _message_bound(model: DcmapCost, graph: Network, nodes: frozenset[str], mess
     size = _size(graph, message)
     most = _size(graph, message - nodes)
     return min(_weighted(model.addition, size - m) + _as_float(m) for m in (1, most))
+
+
+def _grouping_excess(graph: Network, group: list[str], layer_nodes: list[str], cpt: dict[str, int]) -> float:
+    """What the first elimination of a cluster-layer holding the nodes ``group`` (of one
+    layer, all parents of one child cluster-layer, so all in its running scope) costs
+    beyond that node's CPT: ``cpt(x) (|group - x| - 1)`` if it eliminates ``x`` of the
+    group first, ``cpt(x) (|group| - 1)`` if another node ``x`` of the layer."""
+    if len(group) < 2:
+        return 0.0
+    inside = [cpt[x] * (_size(graph, [z for z in group if z != x]) - 1) for x in group]
+    whole = _size(graph, group)
+    outside = [cpt[x] * (whole - 1) for x in layer_nodes if x not in group]
+    return _as_float(min(inside + outside))
+
+
+def _set_partitions(items: list[str]) -> Iterator[list[list[str]]]:
+    """Every partition of ``items`` into non-empty groups (Bell(n) of them)."""
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for partition in _set_partitions(rest):
+        yield [[first], *partition]
+        for i in range(len(partition)):
+            yield [*partition[:i], [first, *partition[i]], *partition[i + 1:]]
 
 
 def _parents_in(graph: Network, child: ChildClusterLayer, nodes: frozenset[str]) -> set[str]:
@@ -337,7 +412,8 @@ class FunctionCost:
         return value if isinstance(value, tuple) else (value, ctx.nodes)
 
 
-HOOKS = ("node_lower_bounds", "message_lower_bound", "estimate")
+HOOKS = ("node_lower_bounds", "absorber_lower_bounds", "absorbed_lower_bounds", "message_lower_bound",
+         "estimate")
 
 
 class UserCost:
@@ -382,13 +458,23 @@ class UserCost:
         raise AttributeError(attr)
 
     def _checked_node_lower_bounds(self, graph: Network) -> dict[str, float]:
-        bounds = self._call("node_lower_bounds", None, graph)
+        return self._checked_per_node("node_lower_bounds", graph)
+
+    def _checked_absorber_lower_bounds(self, graph: Network) -> dict[str, float]:
+        return self._checked_per_node("absorber_lower_bounds", graph)
+
+    def _checked_absorbed_lower_bounds(self, graph: Network) -> dict[str, float]:
+        return self._checked_per_node("absorbed_lower_bounds", graph)
+
+    def _checked_per_node(self, method: str, graph: Network) -> dict[str, float]:
+        """A per-node hook's answer: a dict from nodes to finite numbers."""
+        bounds = self._call(method, None, graph)
         if not isinstance(bounds, Mapping):
-            raise CostError(f"cost model {self.name}: node_lower_bounds returned {_short(bounds)}; expected a dict")
+            raise CostError(f"cost model {self.name}: {method} returned {_short(bounds)}; expected a dict")
         for x, bound in bounds.items():
             if not isinstance(x, str) or x not in graph.index:
-                raise CostError(f"cost model {self.name}: node_lower_bounds names {x!r}, which is not a node")
-            self._number("node_lower_bounds", x, bound)
+                raise CostError(f"cost model {self.name}: {method} names {x!r}, which is not a node")
+            self._number(method, x, bound)
         return dict(bounds)
 
     def _checked_message_lower_bound(self, graph: Network, nodes: frozenset[str], message: Hashable) -> float:

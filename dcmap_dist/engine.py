@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .cost import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
 from .limits import Stopwatch
 from .network import Network
-from .structure import Topology, bits
+from .bounds import LowerBound
+from .structure import Memo, Topology, bits, union_of
 
 TOLERANCE = 1e-9
 LINK_KEYS = ("lean", "full")
@@ -102,30 +103,17 @@ class Problem:
         self._costs = Memo(self._evaluate)  # (nodes, children) -> (cost, message)
         # node-set facts, memoised (a hit is one dict lookup: these are read tens to
         # hundreds of times per iteration)
-        self.parents_of = Memo(lambda mask: _union(topo.parents, mask))  # all parents of a set
-        self.children_of = Memo(lambda mask: _union(topo.children, mask))  # all its children
+        self.parents_of = Memo(lambda mask: union_of(topo.parents, mask))  # all parents of a set
+        self.children_of = Memo(lambda mask: union_of(topo.children, mask))  # all its children
         self.closures = Memo(self._closures_of)
         self._singleton_messages: dict[int, Hashable] = {}
         # descendants of the nodes above each layer: the only placed nodes a future
         # contiguity check can reach
-        self._reach_above = []
-        for l in range(topo.l_max + 1):
-            reach = 0
-            for i in bits(topo.above[l]):
-                reach |= topo.desc[i]
-            self._reach_above.append(reach)
+        self._reach_above = [union_of(topo.desc, topo.above[l]) for l in range(topo.l_max + 1)]
         self._estimates: dict[int, float] = {}
-        bounds = getattr(model, "node_lower_bounds", None) if lower_bound else None
-        per_node = bounds(self.graph) if bounds else {}
-        self.node_bound = [float(per_node.get(x, 0.0)) for x in network.nodes]
-        self._bound_above = [
-            sum(self.node_bound[i] for i in bits(topo.above[l])) for l in range(topo.l_max + 1)
-        ]
         self._estimator = getattr(model, "estimate", None)
-        message_bound = getattr(model, "message_lower_bound", None) if lower_bound else None
-        # bound on absorbing a frontier cluster-layer (members, message), memoised
-        self._message_bounds = None if message_bound is None else Memo(
-            lambda item: message_bound(self.graph, topo.names(item[0]), item[1]))
+        # bound(layer, assigned, cls): the admissible bound on the cost still to come
+        self.bound = LowerBound(topo, self.graph, model if lower_bound else None, self.parents_of)
 
     # -- small cached facts -------------------------------------------------
     def remaining(self, branch: Branch) -> int:
@@ -136,27 +124,8 @@ class Problem:
         return topo.above[branch.layer] | (topo.layer_mask[branch.layer] & ~branch.assigned)
 
     def lower_bound(self, branch: Branch) -> float:
-        """Admissible bound on the cost still to come: the unplaced nodes' bounds, plus
-        the absorption of every placed cluster-layer that an unplaced parent will read."""
-        return self._bound(branch.layer, branch.assigned, branch.cls)
-
-    def _bound(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:
-        """:meth:`lower_bound` of a branch at ``layer`` with ``assigned`` and ``cls``."""
-        topo = self.topo
-        bound = self._bound_above[layer]
-        rest = topo.above[layer]
-        if assigned != -1:
-            unplaced = topo.layer_mask[layer] & ~assigned
-            rest |= unplaced
-            for i in bits(unplaced):
-                bound += self.node_bound[i]
-        message_bounds = self._message_bounds
-        if message_bounds is not None:
-            parents_of = self.parents_of
-            for item in cls:
-                if parents_of[item[0]] & rest:
-                    bound += message_bounds[item]
-        return bound
+        """Admissible bound on the cost still to come (:mod:`dcmap_dist.bounds`)."""
+        return self.bound(branch.layer, branch.assigned, branch.cls)
 
     def estimate(self, branch: Branch) -> float:
         """The paper's ``h``: the model's estimate of the rest, else the lower bound."""
@@ -386,7 +355,7 @@ class Problem:
             assigned = -1
             cls = self._read_later(cls, layer)
         cls = tuple(cls)
-        bound = cost + self._bound(layer, assigned, cls)
+        bound = cost + self.bound(layer, assigned, cls)
         if not within(bound, g_min):
             return None
         trail = branch.trail
@@ -473,26 +442,6 @@ class Problem:
 
     def is_complete(self, branch: Branch) -> bool:
         return branch.layer_done and branch.layer == self.topo.l_max
-
-
-class Memo(dict):
-    """A dict that fills a missing key with ``compute(key)``: a hit costs one lookup."""
-
-    def __init__(self, compute: Callable[[Any], Any]) -> None:
-        super().__init__()
-        self.compute = compute
-
-    def __missing__(self, key: Any) -> Any:
-        value = self[key] = self.compute(key)
-        return value
-
-
-def _union(table: list[int], mask: int) -> int:
-    """The union of ``table[i]`` over the nodes ``i`` of ``mask``."""
-    got = 0
-    for i in bits(mask):
-        got |= table[i]
-    return got
 
 
 def joins_to_clusters(topo: Topology, joins: tuple[int, ...]) -> tuple[int, ...]:

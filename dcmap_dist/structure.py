@@ -7,8 +7,10 @@ input order) that feasibility checks and the search read in their inner loops.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from decimal import Decimal
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -98,6 +100,26 @@ def bits(mask: int) -> list[int]:
         out.append(low.bit_length() - 1)
         mask ^= low
     return out
+
+
+def union_of(table: list[int], mask: int) -> int:
+    """The union of ``table[i]`` over the nodes ``i`` of ``mask``."""
+    got = 0
+    for i in bits(mask):
+        got |= table[i]
+    return got
+
+
+class Memo(dict):
+    """A dict that fills a missing key with ``compute(key)``: a hit costs one lookup."""
+
+    def __init__(self, compute: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.compute = compute
+
+    def __missing__(self, key: Any) -> Any:
+        value = self[key] = self.compute(key)
+        return value
 
 
 class Topology:

@@ -19,8 +19,11 @@ from dcmap_dist.cost import (
     CostContext,
     CostError,
     DcmapCost,
+    HOOKS,
     FunctionCost,
     UserCost,
+    child_order,
+    elimination_positions,
     evaluate_mapping,
     load_cost,
     user_cost_limit,
@@ -341,6 +344,134 @@ def test_node_lower_bounds_are_admissible():
     assert checks > 2000
 
 
+def absorption_terms(network: Network, clusters: list, model: DcmapCost) -> dict:
+    """The terms of the dcmap cost of a mapping that the absorption bounds draw on,
+    counted here independently of the model (an oracle): per absorption ``(P, K)`` its
+    cost (marginalising plus multiplying in) and ``mu``, the cards of two states or more
+    of ``P``'s nodes that are parents of ``K``; per cluster-layer, the excess of its
+    first elimination over that node's CPT, and its link nodes' summing-out shares."""
+    layer = layers(network)
+    cluster_of = {x: k for k, cluster in enumerate(clusters) for x in cluster}
+    groups: dict = {}
+    for x in network.nodes:
+        groups.setdefault((layer[x], cluster_of[x]), set()).add(x)
+    card, parents, a = network.card, network.parents, model.addition
+    size = lambda nodes: math.prod(card(x) for x in nodes)  # noqa: E731
+    position = elimination_positions(network, model.order)
+    done: dict = {}
+    terms = {"absorb": {}, "first": {}, "links": {}, "layer": layer}
+    for (l, k), members in sorted(groups.items(), key=lambda item: (item[0][0], sorted(item[1]))):
+        nodes = frozenset(members)
+        kids = {}
+        for x in nodes:
+            for y in network.children[x]:
+                kid_nodes, kid_layer, message = done[y]
+                kids.setdefault(kid_nodes, ChildClusterLayer(kid_nodes, kid_layer, cluster_of[y] == k, message))
+        ctx = CostContext(nodes, l, network, tuple(sorted(kids.values(), key=lambda c: (c.layer, sorted(c.nodes)))))
+        jcpt = nodes | {p for x in nodes for p in parents[x]}
+        link = {x for c in ctx.children if not c.same_cluster for x in nodes
+                if any(x in parents[y] for y in c.nodes)}
+        scope: set = set()
+        for child in child_order(ctx):
+            kept = child.message & jcpt
+            scope |= kept
+            mu = sum(card(x) for x in nodes if card(x) >= 2 and any(x in parents[y] for y in child.nodes))
+            terms["absorb"][(nodes, child.nodes)] = (a * (size(child.message) - size(kept)) + size(scope), mu)
+        for i, x in enumerate(sorted(nodes, key=position.__getitem__)):
+            scope |= {x, *parents[x]}
+            if i == 0:
+                terms["first"][nodes] = size(scope) - size({x, *parents[x]})
+            if x not in link:
+                scope.discard(x)
+        terms["links"][nodes] = sum(a * size({x, *parents[x]}) * (card(x) - 1) / card(x)
+                                    for x in link if parents[x])
+        assert model.evaluate(ctx)[1] == frozenset(scope)  # the oracle follows the model
+        for x in nodes:
+            done[x] = (nodes, l, frozenset(scope))
+    return terms
+
+
+def layered_network(seed: int) -> Network:
+    """2 or 3 layers of 1 to 4 nodes, each with random parents in the layer above (and
+    sometimes an arc that skips a layer), 1 to 4 states."""
+    rng = random.Random(seed)
+    names = [[f"L{l}N{i}" for i in range(rng.randint(1, 4))] for l in range(rng.randint(2, 3))]
+    edges = set()
+    for upper, lower in zip(names, names[1:]):
+        for child in lower:
+            edges |= {(p, child) for p in rng.sample(upper, rng.randint(1, len(upper)))}
+        edges |= {(p, rng.choice(lower)) for p in upper if not any(e[0] == p for e in edges)}
+    if len(names) == 3 and rng.random() < 0.5:
+        edges.add((names[0][0], names[2][0]))
+    nodes = [x for level in names for x in level]
+    rng.shuffle(nodes)
+    return Network(f"layered{seed}", nodes, {x: rng.randint(1, 4) for x in nodes}, sorted(edges))
+
+
+def check_absorption_bounds(network: Network, mappings: list, model: DcmapCost) -> tuple[int, int]:
+    """Check each part of the absorption bounds against the terms it claims, in every
+    mapping given; the number of checks and of tight ones (equal to the terms)."""
+    topo = Topology(network)
+    absorber = model.absorber_lower_bounds(network)
+    absorbed = model.absorbed_lower_bounds(network)
+    checks = tight = 0
+    for mapping in mappings:
+        terms = absorption_terms(network, [topo.names(c) for c in mapping], model)
+        absorb, layer = terms["absorb"], terms["layer"]
+        for absorber_layer in {P for P, _ in absorb}:
+            # the absorber part: each node, once per layer of its children, within the mus
+            charge = sum(absorber.get(x, 0.0) * len({layer[c] for c in network.children[x]}) for x in absorber_layer)
+            room = sum(mu for (P, _), (_, mu) in absorb.items() if P == absorber_layer)
+            assert charge <= room + 1e-9, (network.edges, mapping, sorted(absorber_layer))
+            checks, tight = checks + 1, tight + (charge == room > 0)
+        for y, bound in absorbed.items():
+            # the absorbed part: what K's absorptions leave beyond the mus and the link
+            # shares, plus the first eliminations of the absorbers just above holding
+            # two or more of y's parents
+            K = next(K for _, K in absorb if y in K)
+            room = sum(cost - mu for (_, K2), (cost, mu) in absorb.items() if K2 == K) - terms["links"][K]
+            room += sum(terms["first"][P] for P, K2 in absorb if K2 == K
+                        and layer[next(iter(P))] == layer[y] + 1 and len(P & set(network.parents[y])) >= 2)
+            assert bound <= room + 1e-9 * max(1.0, bound), (network.edges, mapping, y, bound, room)
+            checks, tight = checks + 1, tight + math.isclose(bound, room)
+    return checks, tight
+
+
+def test_each_part_of_the_absorption_bounds_holds_in_every_mapping():
+    rng = random.Random(5)
+    models = [DcmapCost(), DcmapCost(order="paper"), DcmapCost(addition=1.5), DcmapCost(addition=0.0)]
+    checks = tight = 0
+    for seed in range(120):
+        network = random_network(seed, 4, 8) if seed % 2 else layered_network(seed)
+        if seed % 3 == 0:
+            network = network.with_observed(network.nodes[:1])
+        mappings = list(enumerate_mappings(network))
+        mappings = rng.sample(mappings, 150) if len(mappings) > 150 else mappings
+        for model in models:
+            got = check_absorption_bounds(network, mappings, model)
+            checks, tight = checks + got[0], tight + got[1]
+    assert checks > 30000 and tight > 1000  # the parts are often exactly what they claim
+
+
+def test_grouped_parents_are_charged_for_a_first_elimination_of_another_node():
+    # y's parents x1, x2 (layer 2) share a cluster-layer with z, a parent of y's
+    # cluster-layer mate y2 with the smallest CPT: z is eliminated first and multiplies
+    # x1 and x2 in. The bound is exactly the terms it claims in this mapping (charging
+    # the excess of eliminating x1 or x2 first would be too much)
+    states = {"r": 2, "x1": 2, "x2": 2, "z": 1, "u": 4, "y": 2, "y2": 2, "v": 2}
+    edges = [("r", "x1"), ("r", "x2"), ("r", "u"), ("x1", "y"), ("x2", "y"), ("u", "y"), ("z", "y2"), ("y", "v"),
+             ("y2", "v")]
+    network = Network("grouped", list(states), states, edges)
+    clusters = [["x1", "x2", "z", "y", "y2", "v"], ["r"], ["u"]]
+    check_mapping(network, clusters)
+    model = DcmapCost()
+    # x1 and x2 grouped: 0.6 (16 - 4) + (4 - 1) from z's elimination; u apart: 0.6 (16 - 4)
+    assert model.absorbed_lower_bounds(network)["y"] == pytest.approx(0.6 * 12 + 3 + 0.6 * 12)
+    mapping = [Topology(network).mask(c) for c in clusters]
+    checks, tight = check_absorption_bounds(network, [mapping], model)
+    assert tight >= 2  # y's and v's absorbed parts
+
+
 # --------------------------------------------------------------------------- user costs
 
 
@@ -531,6 +662,12 @@ class _Model:
     def message_lower_bound(self, graph, nodes, message):
         return self.spoil.get("message_bound", 0.0)
 
+    def absorber_lower_bounds(self, graph):
+        return self.spoil.get("absorber", {x: 0.25 for x in graph.nodes})
+
+    def absorbed_lower_bounds(self, graph):
+        return self.spoil.get("absorbed", {})
+
     def estimate(self, graph, nodes):
         if "estimate" in self.spoil:
             raise RuntimeError(self.spoil["estimate"])
@@ -542,11 +679,13 @@ def test_a_sound_user_model_passes_its_hooks_through(paper):
     assert model.name == "spoilt" and model.params() == {"k": 1}
     assert model.node_lower_bounds(paper) == {x: 0.5 for x in paper.nodes}
     assert model.message_lower_bound(paper, frozenset("A"), frozenset("A")) == 0.0
+    assert model.absorber_lower_bounds(paper) == {x: 0.25 for x in paper.nodes}
+    assert model.absorbed_lower_bounds(paper) == {}
     assert model.estimate(paper, frozenset("AB")) == 2.0
     assert total(paper, OPTIMAL[0], model) == 7.0
     # a hook the model lacks is absent, as the search expects
     plain = load_cost(lambda ctx: 1.0)
-    for hook in ("node_lower_bounds", "message_lower_bound", "estimate"):
+    for hook in HOOKS:
         assert getattr(plain, hook, None) is None
 
 
@@ -558,15 +697,19 @@ def test_a_sound_user_model_passes_its_hooks_through(paper):
     ({"bounds": {"Z": 1.0}}, "bounds", r"node_lower_bounds names 'Z', which is not a node"),
     ({"bounds": {"A": float("nan")}}, "bounds", r"node_lower_bounds returned nan for node 'A'; expected a finite number"),
     ({"message_bound": None}, "message", r"message_lower_bound returned None for cluster-layer \['A'\]"),
+    ({"absorber": [1.0]}, "absorber", r"absorber_lower_bounds returned \[1\.0\]; expected a dict"),
+    ({"absorbed": {"A": "x"}}, "absorbed", r"absorbed_lower_bounds returned 'x' for node 'A'; expected a finite number"),
     ({"estimate": "boom"}, "estimate", r"estimate failed: RuntimeError: boom"),
 ], ids=["bare-cost", "unhashable-message", "infinite-cost", "bounds-not-a-dict", "bounds-unknown-node",
-        "bounds-nan", "message-bound-none", "estimate-raises"])
+        "bounds-nan", "message-bound-none", "absorber-not-a-dict", "absorbed-not-a-number", "estimate-raises"])
 def test_malformed_user_model_answers(paper, spoil, call, message):
     model = load_cost(_Model(**spoil))
     calls = {
         "evaluate": lambda: evaluate_mapping(paper, OPTIMAL[0], model),
         "bounds": lambda: model.node_lower_bounds(paper),
         "message": lambda: model.message_lower_bound(paper, frozenset("A"), frozenset("A")),
+        "absorber": lambda: model.absorber_lower_bounds(paper),
+        "absorbed": lambda: model.absorbed_lower_bounds(paper),
         "estimate": lambda: model.estimate(paper, frozenset("AB")),
     }
     with pytest.raises(CostError, match=r"cost model spoilt: .*" + message):

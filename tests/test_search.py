@@ -366,6 +366,31 @@ def test_lower_bound_is_admissible(model_name):
     assert positive > branches // 4
 
 
+def test_the_bound_charges_every_absorbing_layer_and_the_absorptions_to_come():
+    # the leaf c has parents b (layer 1) and a (layer 2): both cluster-layers absorb
+    # c's message; b (parents a and r) is absorbed by the cluster-layer(s) of layer 2
+    states = {"a": 2, "r": 3, "b": 3, "c": 2}
+    network = Network("skip", list(states), states, [("a", "b"), ("r", "b"), ("b", "c"), ("a", "c")])
+    model = DcmapCost()
+    problem = Problem(network, model)
+    root = problem.root()  # layer 0 placed: {c}
+    (members, message), = root.cls
+    own = model.node_lower_bounds(network)
+    absorber = model.absorber_lower_bounds(network)
+    absorbed = model.absorbed_lower_bounds(network)
+    assert absorber == {"a": 2.0, "r": 3.0, "b": 3.0, "c": 2.0}
+    # b: its parents a and r together (0.6 (6 - 5), and cpt(r) (2 - 1) = 3 more: r, eliminated
+    # first, with a multiplied in) or apart (0.6 (6 - 2) + 0.6 (6 - 3)); c: b just above, a further up
+    assert absorbed == {"b": pytest.approx(0.6 + 3.0), "c": pytest.approx(0.6 * 3 + 0.6 * 4)}
+    expected = (own["a"] + own["r"] + own["b"]
+                + 2 * model.message_lower_bound(network, frozenset("c"), message)  # layers 1 and 2
+                + absorber["a"] + absorber["r"]  # each absorbs b's layer (c's is placed)
+                + absorbed["b"])  # layer 1's largest; layer 2 has roots only
+    assert problem.lower_bound(root) == pytest.approx(expected, rel=1e-12)
+    # switched off, the bound is 0
+    assert Problem(network, model, lower_bound=False).lower_bound(root) == 0.0
+
+
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_expansion_tree_generates_every_mapping_once(scheme):
     problems = []

@@ -49,11 +49,15 @@ def network_spec(label: str) -> dict:
 def run_one(tree: str, label: str, time_limit: float) -> dict:
     """Solve one network with the package of ``tree`` (in this process)."""
     sys.path.insert(0, tree)
+    import dcmap_dist.engine
     from dcmap_dist import solve
     from dcmap_dist.loading import load_network
-    try:
+
+    if not Path(dcmap_dist.engine.__file__).resolve().is_relative_to(Path(tree).resolve()):
+        raise SystemExit(f"{tree}: the engine was imported from {dcmap_dist.engine.__file__}")
+    if (Path(tree) / "dcmap_dist" / "compiled.py").exists():
         from dcmap_dist.compiled import describe
-    except ImportError:  # a tree from before the compiled build
+    else:  # a tree from before the compiled build (an editable install elsewhere would answer for it)
         def describe() -> str:
             return "pure Python engine"
 

@@ -33,26 +33,19 @@ class LowerBound:
                  parents_of: Memo) -> None:
         self.topo = topo
         self.parents_of = parents_of  # all parents of a node set (a memo)
-        own = _per_node(model, "node_lower_bounds", graph, topo)
+        self._own = _per_node(model, "node_lower_bounds", graph, topo)
+        self._absorbed = _per_node(model, "absorbed_lower_bounds", graph, topo)
         absorber = _per_node(model, "absorber_lower_bounds", graph, topo)
-        absorbed = _per_node(model, "absorbed_lower_bounds", graph, topo)
-        self.node_bound = own
-        self._absorbed = absorbed
         # absorbing[l]: (its children in layer l, charge) of each node with children there
         self._absorbing: list[list[tuple[int, float]]] = [[] for _ in range(topo.l_max + 1)]
         for i in range(topo.n):
             if absorber[i]:
                 for l in sorted({topo.layer[c] for c in bits(topo.children[i])}):
                     self._absorbing[l].append((topo.children[i] & topo.layer_mask[l], absorber[i]))
-        layer_parts = [
-            sum(own[i] for i in bits(topo.layer_mask[l]))
-            + sum(charge for _, charge in self._absorbing[l])
-            + max([absorbed[i] for i in bits(topo.layer_mask[l])], default=0.0)
-            for l in range(topo.l_max + 1)
-        ]
-        # the bound of every layer above l, all unplaced
-        self._above = [sum(layer_parts[l + 1:]) for l in range(topo.l_max + 1)]
         self._unplaced = Memo(self._unplaced_part)  # unplaced nodes of one layer -> their part
+        # the bound of every layer above l, all unplaced
+        whole = [self._unplaced[mask] for mask in topo.layer_mask]
+        self._above = [sum(whole[l + 1:]) for l in range(topo.l_max + 1)]
         message_bound = getattr(model, "message_lower_bound", None)
         # absorbing a frontier cluster-layer (members, message), memoised
         self._message_bounds: Memo | None = None if message_bound is None else Memo(
@@ -85,7 +78,7 @@ class LowerBound:
             return 0.0
         members = bits(unplaced)
         layer = self.topo.layer[members[0]]
-        return (sum(self.node_bound[i] for i in members)
+        return (sum(self._own[i] for i in members)
                 + sum(charge for kids, charge in self._absorbing[layer] if kids & unplaced)
                 + max(self._absorbed[i] for i in members))
 

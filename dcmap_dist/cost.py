@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from .network import Network
-from .structure import layers, scientific
+from .structure import layer_nodes, layers, scientific
 
 
 class ChildClusterLayer(NamedTuple):
@@ -247,9 +247,7 @@ class DcmapCost:
         _check_range(graph, self.addition)
         layer = layers(graph)
         weight = min(self.addition, 1.0)
-        by_layer: dict[int, list[str]] = {}
-        for x in graph.nodes:
-            by_layer.setdefault(layer[x], []).append(x)
+        by_layer = layer_nodes(graph)
         cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in graph.nodes}
         bounds = {}
         for y in graph.nodes:
@@ -289,7 +287,7 @@ def _message_bound(model: DcmapCost, graph: Network, nodes: frozenset[str], mess
     return min(_weighted(model.addition, size - m) + _as_float(m) for m in (1, most))
 
 
-def _grouping_excess(graph: Network, group: list[str], layer_nodes: list[str], cpt: dict[str, int]) -> float:
+def _grouping_excess(graph: Network, group: list[str], others: Iterable[str], cpt: dict[str, int]) -> float:
     """What the first elimination of a cluster-layer holding the nodes ``group`` (of one
     layer, all parents of one child cluster-layer, so all in its running scope) costs
     beyond that node's CPT: ``cpt(x) (|group - x| - 1)`` if it eliminates ``x`` of the
@@ -298,7 +296,7 @@ def _grouping_excess(graph: Network, group: list[str], layer_nodes: list[str], c
         return 0.0
     inside = [cpt[x] * (_size(graph, [z for z in group if z != x]) - 1) for x in group]
     whole = _size(graph, group)
-    outside = [cpt[x] * (whole - 1) for x in layer_nodes if x not in group]
+    outside = [cpt[x] * (whole - 1) for x in others if x not in group]
     return _as_float(min(inside + outside))
 
 

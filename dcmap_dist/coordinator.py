@@ -15,7 +15,7 @@ import ray
 from .engine import Branch, within
 from .explorer import Explorer
 from .limits import Limits
-from .linking import Improvement, LinkShard, route
+from .linking import Improvement, LinkShard, gather_histories, route
 from .state import Resumption, SearchState
 from .worker import SearchSpec, Worker, marshallable, packed, unpacked
 
@@ -70,6 +70,7 @@ class Coordinator:
         self.trace: list[Improvement] = list(resume.trace) if resume else []
         self.stats = [dict(IDLE_STATS) for _ in range(self.size)]  # each worker's last step
         self.stop: str | None = None
+        self.histories: dict[int, list] = {}  # every history the final entry reaches, once finished
         self.peak_memory = 0.0
         # each worker's submitted steps (their result refs), oldest first: it runs them in order
         self.running: list[list[list[Any]]] = [[] for _ in range(self.size)]
@@ -445,8 +446,22 @@ class Coordinator:
             "trace": list(self.trace),
         }
 
-    def finish(self) -> dict[str, Any]:
-        """The search's results: the final link entry and every history it reaches."""
+    def finish(self) -> dict[str, Any] | None:
+        """The search's results: the final link entry, with every history it reaches
+        gathered here (so that :meth:`lookup` needs no worker afterwards). None when a
+        worker was lost after the proof: every worker was rolled back to the last
+        snapshot and the search goes on (call :meth:`advance` again). A worker lost
+        after a limit stopped the search leaves the older state, stopped; its results."""
+        while True:
+            try:
+                return self._results()
+            except ray.exceptions.RayActorError:
+                self._recover()
+                if self.stop == "finished":  # the snapshot's state is not finished
+                    self.stop = None
+                    return None
+
+    def _results(self) -> dict[str, Any]:
         self._settle_arrivals()
         if self.sharded:
             finals = [e for e in ray.get([w.final_entry.remote() for w in self.workers]) if e is not None]
@@ -455,6 +470,7 @@ class Coordinator:
             found = self.table.shard.entries.get(self.table.final_key)
             finals = [found] if found is not None else []
             records = len(self.table.shard.entries)
+        self.histories = gather_histories([(f.record,) for f in finals], self._lookup)
         busy = [s["busy"] for s in self.stats]
         return {
             "worker_cpu": [s["cpu"] for s in self.stats], "coordinator_cpu": time.process_time() - self.cpu,
@@ -467,7 +483,12 @@ class Coordinator:
         }
 
     def lookup(self, records: set[int]) -> dict[int, list]:
-        """Histories of ``records`` from every shard."""
+        """Histories of ``records``: those :meth:`finish` gathered, the rest from every shard."""
+        found = {r: self.histories[r] for r in records if r in self.histories}
+        rest = set(records) - found.keys()
+        return {**found, **self._lookup(rest)} if rest else found
+
+    def _lookup(self, records: set[int]) -> dict[int, list]:
         found = self.table.shard.lookup(records) if self.table.shard is not None else {}
         for part in ray.get([w.lookup.remote(records) for w in self.workers]):
             found.update(part)

@@ -32,7 +32,11 @@ an inbox once the coordinator has taken the step in.
 A lost worker loses nothing: the coordinator keeps a consistent snapshot of
 every worker's state (taken when no step runs, when the batches in flight are its
 own objects) and, if a worker dies, starts a fresh one and rolls every worker
-back to the snapshot. The work since the snapshot is redone.
+back to the snapshot. The work since the snapshot is redone. A worker lost after the
+proof, while the coordinator gathers the results, is recovered the same way and the
+search goes on from the snapshot to a new proof; the histories of the optimal
+mappings are gathered on the coordinator before it reports the results, so the
+driver's lookups need no worker.
 """
 
 
@@ -144,18 +148,19 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
     def fetch(records: set[int]) -> dict[int, list]:
         return ray.get(handle.lookup.remote(records))
 
-    while True:
-        report = ray.get(handle.advance.remote(PROGRESS_SECONDS))
+    result = None
+    while result is None:
+        report = _advance(handle)
         heard = announce(problem, _improving(report.pop("trace"), first), heard, on_improvement, fetch)
         if report["done"]:
-            break
+            result = ray.get(handle.finish.remote())  # None: a worker was lost after the proof; go on
+            continue
         if on_progress:
             on_progress(report)
         if INTERRUPT.is_set():
             ray.get(handle.halt.remote("interrupted"))
         elif saver is not None and saver.due():
             _save(handle, saver, first)
-    result = ray.get(handle.finish.remote())
     if saver is not None and result["stop"] != "finished":
         _save(handle, saver, first)
     if on_progress:
@@ -164,6 +169,11 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
                    _improving(result["trace"], first), result["lower_bound"], result["memory_mb"],
                    fetch, result["link_records"],
                    statistics={name: result[name] for name in STATISTICS})
+
+
+def _advance(handle: Any) -> dict[str, Any]:
+    """The coordinator's progress figures after it has run the search for a while."""
+    return ray.get(handle.advance.remote(PROGRESS_SECONDS))
 
 
 def _save(handle: Any, saver: Saver, first: Branch) -> None:

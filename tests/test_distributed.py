@@ -112,18 +112,12 @@ def test_a_killed_worker_loses_nothing(tmp_path):
     the search lasts long enough (seconds) for the kill to land in it."""
     network = load_network("seagrass-2tbn", slices=1)
     serial = solve(network, order="paper", max_solutions=None, use_bound=False)
-    import ray
-
     killed = []
 
     def kill_one(stats: dict) -> None:
         if killed or stats["iterations"] < 1000 or not (tmp_path / "run" / "LATEST").exists():
             return
-        names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
-                 if a["namespace"] == "dcmap" and a["name"].startswith("dcmap-worker-")]
-        pids = [ray.get(ray.get_actor(n, namespace="dcmap").pid.remote()) for n in names]
-        os.kill(pids[0], signal.SIGKILL)
-        killed.append(pids[0])
+        killed.append(kill_a_worker())
 
     result = solve(network, order="paper", max_solutions=None, workers=2, snapshot_every=1.0, use_bound=False,
                    checkpoint=tmp_path / "run", checkpoint_every=2.0, on_progress=kill_one)
@@ -131,6 +125,42 @@ def test_a_killed_worker_loses_nothing(tmp_path):
     assert result.components[0]["distributed"]["recoveries"] >= 1
     assert disagreement(serial, result, "after a kill") is None
     assert trace_problem(network, result, COST_MODELS["dcmap-paper"]) is None
+
+
+def test_a_worker_killed_after_the_proof_loses_nothing(monkeypatch):
+    """Kill a worker once the search is proven, before the coordinator has gathered the
+    final entry and the optimal mappings' histories from the workers: the search goes
+    back to its last snapshot, is proven again, and the result is exact."""
+    from dcmap_dist import distributed
+
+    network = load_network("seagrass-2tbn", slices=1)
+    serial = solve(network, order="paper", max_solutions=None)
+    killed = []
+    advance = distributed._advance
+
+    def advance_then_kill(handle):
+        report = advance(handle)
+        if report["done"] and not killed:
+            killed.append(kill_a_worker())
+        return report
+
+    monkeypatch.setattr(distributed, "_advance", advance_then_kill)
+    result = solve(network, order="paper", max_solutions=None, workers=2, snapshot_every=1.0)
+    assert killed
+    assert result.components[0]["distributed"]["recoveries"] == 1
+    assert disagreement(serial, result, "after a kill at the end") is None
+    assert trace_problem(network, result, COST_MODELS["dcmap-paper"]) is None
+
+
+def kill_a_worker() -> int:
+    """SIGKILL the process of one live worker actor; its process id."""
+    import ray
+
+    names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+             if a["namespace"] == "dcmap" and a["name"].startswith("dcmap-worker-")]
+    pid = ray.get(ray.get_actor(names[0], namespace="dcmap").pid.remote())
+    os.kill(pid, signal.SIGKILL)
+    return pid
 
 
 def test_batches_come_back_equal_by_marshal_or_pickle():

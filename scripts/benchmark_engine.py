@@ -33,10 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 NETWORKS = ROOT.parent / "shared" / "networks"
 BASELINE = "8458db3"  # main before the engine work of issue 10
-MEMORY_LIMIT_MB = 16000  # a run stops cleanly with its gap before the machine's 24 GiB run out
+MEMORY_LIMIT_MB = 16000  # default: a run stops cleanly with its gap before the machine's 24 GiB run out
 COLUMNS = ["network", "engine", "commit", "proven", "cost", "solutions", "partitions_digest", "iterations",
            "wall_seconds", "cpu_seconds", "iterations_per_cpu_second", "proof_seconds", "lower_bound", "gap",
-           "speedup", "time_limit", "date", "command", "build", "peak_mib"]
+           "speedup", "time_limit", "date", "command", "build", "peak_mib", "stop", "memory_limit_mb"]
 
 
 def network_spec(label: str) -> dict:
@@ -47,7 +47,7 @@ def network_spec(label: str) -> dict:
     return {"source": str(NETWORKS / f"{label}.bif.gz")}
 
 
-def run_one(tree: str, label: str, time_limit: float) -> dict:
+def run_one(tree: str, label: str, time_limit: float, memory_limit_mb: float) -> dict:
     """Solve one network with the package of ``tree`` (in this process)."""
     sys.path.insert(0, tree)
     import dcmap_dist.engine
@@ -66,7 +66,7 @@ def run_one(tree: str, label: str, time_limit: float) -> dict:
     network = load_network(spec["source"], slices=spec.get("slices"))
     start, cpu = time.perf_counter(), time.process_time()
     result = solve(network, order=spec.get("order", "cpt"), time_limit=time_limit, max_solutions=None,
-                   memory_limit_mb=MEMORY_LIMIT_MB)
+                   memory_limit_mb=memory_limit_mb)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     partitions = sorted(sorted(sorted(c) for c in s.clusters) for s in result.solutions)
     return {
@@ -77,12 +77,14 @@ def run_one(tree: str, label: str, time_limit: float) -> dict:
         "proof_seconds": round(wall, 2) if result.proven_optimal else None,
         "lower_bound": result.lower_bound, "gap": result.gap, "build": describe().removesuffix(" engine"),
         "peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "stop": result.stop_reason, "memory_limit_mb": memory_limit_mb,
     }
 
 
-def run_isolated(tree: str, label: str, time_limit: float) -> dict:
+def run_isolated(tree: str, label: str, time_limit: float, memory_limit_mb: float) -> dict:
     """:func:`run_one` in a fresh process (its own memo caches and memory)."""
-    done = subprocess.run([sys.executable, __file__, "--run-one", tree, label, str(time_limit)],
+    done = subprocess.run([sys.executable, __file__, "--run-one", tree, label, str(time_limit),
+                           str(memory_limit_mb)],
                           check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -98,12 +100,14 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=900.0, help="seconds per run (900)")
     parser.add_argument("--baseline", default=BASELINE,
                         help=f"commit to compare with ({BASELINE}), or none to run this tree alone")
+    parser.add_argument("--memory-limit", type=float, default=MEMORY_LIMIT_MB,
+                        help=f"MiB per run ({MEMORY_LIMIT_MB}; less when two runs share the machine)")
     parser.add_argument("--output", default=str(ROOT / "results" / "engine.csv"))
-    parser.add_argument("--run-one", nargs=3, metavar=("TREE", "NETWORK", "SECONDS"), help=argparse.SUPPRESS)
+    parser.add_argument("--run-one", nargs=4, metavar=("TREE", "NETWORK", "SECONDS", "MIB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run_one:
-        tree, label, seconds = args.run_one
-        print(json.dumps(run_one(tree, label, float(seconds))))
+        tree, label, seconds, mib = args.run_one
+        print(json.dumps(run_one(tree, label, float(seconds), float(mib))))
         return
     sys.path.insert(0, str(ROOT))  # not before --run-one: that one imports the tree it is given
     from dcmap_dist.outputs import append_csv_row
@@ -117,7 +121,7 @@ def main() -> None:
             got = {}
             for engine, tree in engines.items():
                 row = {"network": label, "engine": engine, "commit": commit_of(tree),
-                       **run_isolated(str(tree), label, args.time_limit),
+                       **run_isolated(str(tree), label, args.time_limit, args.memory_limit),
                        "time_limit": args.time_limit, "date": date, "command": command}
                 got[engine] = row
                 if engine != "baseline" and "baseline" in got:

@@ -72,7 +72,7 @@ class Branch:
     link: int | None = None  # id of the last link record (DCMAP only)
     estimate: float = 0.0  # g_hat
     bound: float = 0.0  # cost + admissible lower bound of what is left
-    queued: bool = field(default=False)
+    queued: int = field(default=0)  # the push number of its live queue entries (0: not queued)
 
     @property
     def layer_done(self) -> bool:

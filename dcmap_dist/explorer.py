@@ -32,7 +32,13 @@ SENT_MEMORY = 1 << 18  # foreign keys whose best sent cost is remembered (a filt
 
 
 class BranchQueue:
-    """Queued branches, reachable both by ``g_hat`` and by (layer, ``g_hat``)."""
+    """Queued branches, reachable both by ``g_hat`` and by (layer, ``g_hat``).
+
+    A branch sits in both heaps; popped from one, its entry in the other stays behind,
+    stale, and is skipped when it comes up. An entry is live while its push number is
+    the branch's ``queued`` (0 when not queued), so an entry left behind never comes
+    back to life when its branch is pushed again (as a branch whose expansion a limit
+    interrupted is): the branch is listed, and popped, once."""
 
     def __init__(self) -> None:
         self.by_cost: list[tuple[float, int, Branch]] = []
@@ -42,25 +48,29 @@ class BranchQueue:
 
     def push(self, branch: Branch) -> None:
         self._seq += 1
-        branch.queued = True
+        branch.queued = self._seq
         heapq.heappush(self.by_cost, (branch.estimate, self._seq, branch))
         heapq.heappush(self.by_layer, (branch.layer, branch.estimate, self._seq, branch))
         self.size += 1
 
+    def _live(self) -> list[tuple[float, int, Branch]]:
+        return [entry for entry in self.by_cost if entry[2].queued == entry[1]]
+
     def branches(self) -> list[Branch]:
         """The queued branches, cheapest ``g_hat`` first."""
-        return [entry[-1] for entry in sorted(self.by_cost, key=lambda e: e[:2]) if entry[-1].queued]
+        return [entry[2] for entry in sorted(self._live(), key=lambda e: e[:2])]
 
     def least_bound(self) -> float:
         """The smallest ``bound`` among queued branches (inf if none)."""
-        return min((entry[-1].bound for entry in self.by_cost if entry[-1].queued), default=math.inf)
+        return min((entry[2].bound for entry in self._live()), default=math.inf)
 
     def pop(self, cheapest: bool) -> Branch | None:
         heap = self.by_cost if cheapest else self.by_layer
         while heap:
-            branch = heapq.heappop(heap)[-1]
-            if branch.queued:
-                branch.queued = False
+            entry = heapq.heappop(heap)
+            branch = entry[-1]
+            if branch.queued == entry[-2]:
+                branch.queued = 0
                 self.size -= 1
                 return branch
         return None

@@ -19,7 +19,8 @@ from collections import Counter
 import pytest
 
 from dcmap_dist.cost import DcmapCost, evaluate_mapping
-from dcmap_dist.engine import Problem, generatecombos, joins_to_clusters
+from dcmap_dist.engine import Branch, Problem, generatecombos, joins_to_clusters
+from dcmap_dist.explorer import BranchQueue
 from dcmap_dist.linking import trail_joins
 from dcmap_dist.limits import memory_mb
 from dcmap_dist.loading import load_network
@@ -702,3 +703,19 @@ def test_a_serial_search_hands_its_objects_back_to_the_garbage_collector(child):
     assert gc.get_freeze_count() == 0
     assert not solve(child, max_iterations=50).proven_optimal
     assert gc.get_freeze_count() == 0
+
+
+def test_a_branch_queued_again_is_listed_and_popped_once():
+    # popped by layer, a branch leaves its entry by cost behind; queued again (a limit
+    # interrupted its expansion, and the search pushes it back before a checkpoint),
+    # it must be saved once and expanded once, or a resumed search repeats its subtree
+    queue = BranchQueue()
+    branch = Branch(1, 0, (), (), 5.0, estimate=5.0, bound=5.0)
+    other = Branch(2, 0, (), (), 7.0, estimate=7.0, bound=7.0)
+    queue.push(branch)
+    queue.push(other)
+    assert queue.pop(cheapest=False) is branch
+    queue.push(branch)
+    assert queue.branches() == [branch, other] and queue.size == 2
+    assert [queue.pop(cheapest=True), queue.pop(cheapest=True), queue.pop(cheapest=True)] == [branch, other, None]
+    assert queue.pop(cheapest=False) is None and queue.size == 0

@@ -22,7 +22,7 @@ from .anytime import Anytime
 from .baselines import bfs_search, brute_force
 from .cost import CostModel, load_cost, model_params
 from .engine import Problem, joins_to_clusters, within
-from .limits import Limits
+from .limits import Limits, memory_mb
 from .loading import load_network
 from .linking import trail_count, trail_joins
 from .mappings import check_scheme, given_nodes, mapping_names
@@ -151,7 +151,9 @@ def solve(
 
     Optimal mappings can be astronomically many when costs tie: ``solution_count``
     always counts them all, and ``solutions`` lists at most ``max_solutions`` of
-    them (None: all); ``solutions_complete`` says whether the list is whole.
+    them (None: all); ``solutions_complete`` says whether the list is whole. The
+    listing also stops, after one mapping at least, once the process uses
+    ``memory_limit_mb``.
 
     ``workers`` > 1 runs DCMAP on that many Ray worker actors (see
     :mod:`dcmap_dist.distributed`), attached with ``ray.init(address=address)``
@@ -255,7 +257,7 @@ def solve(
     settings = {"scheme": scheme, "method": method, "alpha": alpha, "seed": seed,
                 "link_key": key, "use_bound": use_bound, "workers": runner.workers,
                 "link_table": link_table if runner.workers > 1 else None}
-    return _combine(network, model, settings, problems, outcomes, anytime, start, max_solutions)
+    return _combine(network, model, settings, problems, outcomes, anytime, start, max_solutions, memory_limit_mb)
 
 
 def _remaining(time_limit, max_iterations, memory_limit_mb, start, used, resumed_at: int = 0) -> Limits | str:
@@ -310,10 +312,11 @@ class _Runner:
             self.distributed.disconnect()
 
 
-def _mappings(problem: Problem, method: str, outcome: SearchOutcome,
-              limit: int | None) -> tuple[list[tuple[tuple[int, ...], float, int]], int]:
-    """Distinct best mappings of one component, at most ``limit`` of them, as (cluster
-    masks, cost, iteration found), and how many there are in all."""
+def _mappings(problem: Problem, method: str, outcome: SearchOutcome, limit: int | None,
+              memory_left: Callable[[], bool]) -> tuple[list[tuple[tuple[int, ...], float, int]], int]:
+    """Distinct best mappings of one component, at most ``limit`` of them and while
+    ``memory_left()``, as (cluster masks, cost, iteration found), and how many there are
+    in all (counted exactly, without listing them)."""
     best: dict[tuple[int, ...], tuple[float, int]] = {}
     total = 0
     complete = True
@@ -330,7 +333,7 @@ def _mappings(problem: Problem, method: str, outcome: SearchOutcome,
                           for j, f in trail_joins(trail, histories))
             total += trail_count(trail, histories, memo)
         for clusters, found in candidates:
-            if clusters not in best and limit is not None and len(best) >= limit:
+            if clusters not in best and best and (limit is not None and len(best) >= limit or not memory_left()):
                 complete = False
                 break
             if clusters not in best or found < best[clusters][1]:
@@ -345,17 +348,21 @@ def _mappings(problem: Problem, method: str, outcome: SearchOutcome,
     return [(c, cost, found) for c, (cost, found) in best.items()], total if not complete else len(best)
 
 
-def _combine(network, model, settings, problems, outcomes, anytime: Anytime, start, max_solutions) -> SolveResult:
+def _combine(network, model, settings, problems, outcomes, anytime: Anytime, start, max_solutions,
+             memory_limit_mb: float | None) -> SolveResult:
     """The result of a solve from the outcomes of its components. A solution's iteration
     is the first at which every component's part of it was known; with DCMAP, a
     component's all-singletons mapping is known from the start (it is the anytime
-    total's stand-in until the component is searched), so it counts iteration 0."""
+    total's stand-in until the component is searched), so it counts iteration 0. The
+    listing of the optimal mappings stops at ``max_solutions`` and at the memory limit
+    (their count is exact either way)."""
+    memory_left = _memory_left(memory_limit_mb)
     per_component = []
     parts = []
     counts = []
     offset = 0
     for problem, outcome in zip(problems, outcomes):
-        found, count = _mappings(problem, settings["method"], outcome, max_solutions)
+        found, count = _mappings(problem, settings["method"], outcome, max_solutions, memory_left)
         counts.append(count)
         singletons = sorted([x] for x in problem.network.nodes) if settings["method"] == "dcmap" else None
         part = [(mapping_names(problem.topo, c), cost, offset + it) for c, cost, it in found]
@@ -372,6 +379,8 @@ def _combine(network, model, settings, problems, outcomes, anytime: Anytime, sta
         offset += outcome.iterations
     solutions = []
     for combo in itertools.islice(itertools.product(*parts), max_solutions):
+        if solutions and not memory_left():  # one at least, even past the limit
+            break
         clusters = sorted(c for part, _, _ in combo for c in part)
         solutions.append(Solution(clusters, sum(c for _, c, _ in combo), max(i for _, _, i in combo)))
     solutions.sort(key=lambda s: (s.iteration, s.clusters))
@@ -414,6 +423,15 @@ def _combine(network, model, settings, problems, outcomes, anytime: Anytime, sta
         observed=sorted(network.observed),
         **settings,
     )
+
+
+def _memory_left(limit_mb: float | None, every: int = 4096) -> Callable[[], bool]:
+    """A check cheap enough to call for every mapping listed: false once this process
+    uses ``limit_mb`` MiB or more (read on the first call and every ``every`` calls)."""
+    if limit_mb is None:
+        return lambda: True
+    calls = itertools.count()
+    return lambda: bool(next(calls) % every) or memory_mb() < limit_mb
 
 
 def _environment() -> dict[str, str]:

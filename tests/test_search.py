@@ -13,6 +13,7 @@ import gc
 import itertools
 import json
 import math
+import sys
 import time
 from collections import Counter
 
@@ -719,3 +720,17 @@ def test_a_branch_queued_again_is_listed_and_popped_once():
     assert queue.branches() == [branch, other] and queue.size == 2
     assert [queue.pop(cheapest=True), queue.pop(cheapest=True), queue.pop(cheapest=True)] == [branch, other, None]
     assert queue.pop(cheapest=False) is None and queue.size == 0
+
+
+def test_the_listing_of_optimal_mappings_stops_at_the_memory_limit(monkeypatch):
+    # a proven search may have astronomically many tied optima (hepar2's listing grew to
+    # 24 GB after its proof); the listing stops at the memory limit after one mapping,
+    # and the count stays exact
+    network = random_network(3)
+    full = solve(network, COST_MODELS["tie"], max_solutions=None, memory_limit_mb=1e9)
+    assert full.proven_optimal and full.solutions_complete and full.solution_count > 1
+    monkeypatch.setattr(sys.modules["dcmap_dist.solve"], "memory_mb", lambda: 2e9)  # past it once listing
+    cut = solve(network, COST_MODELS["tie"], max_solutions=None, memory_limit_mb=1e9)
+    assert cut.proven_optimal and cut.optimal_cost == full.optimal_cost
+    assert cut.solution_count == full.solution_count and not cut.solutions_complete
+    assert len(cut.solutions) == 1 and cut.solutions[0].clusters in [s.clusters for s in full.solutions]

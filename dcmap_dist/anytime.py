@@ -81,7 +81,11 @@ class Anytime:
 
         def progressed(stats: dict[str, Any]) -> None:
             if "lower_bound" in stats:
-                self._sample(offset + stats["iterations"], k, min(stats["lower_bound"], stats["best"]), False)
+                # never above a cost already known: a distributed search that recovers a lost
+                # worker goes back to its snapshot, G_min and bounds included
+                known = self.costs[k] if not math.isnan(self.costs[k]) else math.inf
+                bound = min(stats["lower_bound"], stats["best"], known)
+                self._sample(offset + stats["iterations"], k, bound, False)
             if on_progress:
                 on_progress(stats)
 

@@ -81,8 +81,9 @@ class Coordinator:
         self.unheard: list[list[int]] = [[] for _ in range(self.size)]  # notices each has not heard
         self.next_bound = [0.0] * self.size
         self._load_workers()
+        root = self.problem.root()
+        self.root_bound = root.bound  # a lower bound for a worker whose own is not known yet
         if resume is None:
-            root = self.problem.root()
             self._deliver([(self.problem.link_key(root), root)])
         else:
             self._distribute(resume.state)
@@ -412,16 +413,21 @@ class Coordinator:
         self.unheard = [list(x) for x in snap["unheard"]]
         self.running = [[] for _ in range(self.size)]
         self.reserved = [0] * self.size
+        self.next_bound = [0.0] * self.size  # every worker's bound with its next step
         self.iterations = snap["iterations"]
         self.trace = list(snap["trace"])
         self.stats = list(snap["stats"])
         recoveries = self.totals["recoveries"] + 1
         self.totals = dict(snap["totals"], recoveries=recoveries)
+        if self.stop == "finished":  # a snapshot is never of a finished search: it goes on
+            self.stop = None
 
     # -- reports --------------------------------------------------------------------
     def least_bound(self) -> float:
-        """The least bound of every open branch as last reported (progress figures)."""
-        bounds = [s["least_bound"] for s in self.stats if s["least_bound"] is not None]
+        """The least bound of every open branch as last reported (progress figures); the
+        root's bound for a worker that holds branches and has reported none yet."""
+        bounds = [s["least_bound"] if s["least_bound"] is not None else self.root_bound
+                  for s in self.stats if s["least_bound"] is not None or s["open"]]
         bounds += [b.bound for hand in self.hands for b in hand]
         return min([*bounds, self.table.least_bound(), self.table.g_min])
 
@@ -449,17 +455,16 @@ class Coordinator:
     def finish(self) -> dict[str, Any] | None:
         """The search's results: the final link entry, with every history it reaches
         gathered here (so that :meth:`lookup` needs no worker afterwards). None when a
-        worker was lost after the proof: every worker was rolled back to the last
-        snapshot and the search goes on (call :meth:`advance` again). A worker lost
-        after a limit stopped the search leaves the older state, stopped; its results."""
-        while True:
+        worker was lost after the proof (here, or in a :meth:`lookup` since): every
+        worker was rolled back to the last snapshot and the search goes on (call
+        :meth:`advance` again). A worker lost after a limit stopped the search leaves
+        the older state, stopped; its results."""
+        while self.stop is not None:
             try:
                 return self._results()
             except ray.exceptions.RayActorError:
                 self._recover()
-                if self.stop == "finished":  # the snapshot's state is not finished
-                    self.stop = None
-                    return None
+        return None
 
     def _results(self) -> dict[str, Any]:
         self._settle_arrivals()
@@ -483,10 +488,18 @@ class Coordinator:
         }
 
     def lookup(self, records: set[int]) -> dict[int, list]:
-        """Histories of ``records``: those :meth:`finish` gathered, the rest from every shard."""
+        """Histories of ``records``: those :meth:`finish` gathered, the rest from every shard.
+        If a worker has died, the search is recovered first, and the records made since
+        the snapshot are missing from the answer (lost with the worker)."""
         found = {r: self.histories[r] for r in records if r in self.histories}
         rest = set(records) - found.keys()
-        return {**found, **self._lookup(rest)} if rest else found
+        if rest:
+            try:
+                found.update(self._lookup(rest))
+            except ray.exceptions.RayActorError:
+                self._recover()
+                found.update(self._lookup(rest))
+        return found
 
     def _lookup(self, records: set[int]) -> dict[int, list]:
         found = self.table.shard.lookup(records) if self.table.shard is not None else {}

@@ -35,6 +35,10 @@ History = tuple[tuple, int]  # (trail, iteration found)
 Improvement = tuple[int, float, float, tuple]  # (iteration, seconds, cost, trail of the mapping)
 
 
+class MissingRecord(LookupError):
+    """A link record no shard holds (a distributed search lost it with a worker)."""
+
+
 def route(key: tuple, shards: int) -> int:
     """The shard that owns ``key``: a digest of its masks (never of its messages,
     whose hashes may differ between processes). Deterministic across processes."""
@@ -124,7 +128,7 @@ def gather_histories(trails: Iterable[tuple], fetch: Callable[[set[int]], dict[i
         got = fetch(wanted)
         missing = wanted - got.keys()
         if missing:
-            raise RuntimeError(f"link records {sorted(missing)[:5]} are held by no shard")
+            raise MissingRecord(f"link records {sorted(missing)[:5]} are held by no shard")
         found.update(got)
         wanted = {t[0] for histories in got.values() for t, _ in histories if t[0] is not None} - found.keys()
     return found
@@ -154,7 +158,7 @@ def trail_path(trail: tuple, fetch: Callable[[set[int]], dict[int, list[History]
             return joins
         got = fetch({record})
         if record not in got:
-            raise RuntimeError(f"link record {record} is held by no shard")
+            raise MissingRecord(f"link record {record} is held by no shard")
         trail = got[record][0][0]
 
 

@@ -20,7 +20,7 @@ from .engine import Branch, Problem, joins_to_clusters, within
 from .explorer import Explorer
 from .limits import Limits, SearchInterrupted, Stopwatch
 from .state import Resumption, SearchState, counters
-from .linking import Entry, History, Improvement, LinkShard, gather_histories, trail_path
+from .linking import Entry, History, Improvement, LinkShard, MissingRecord, gather_histories, trail_path
 
 STEP_SECONDS = 0.25  # how often the serial loop pauses to report progress
 
@@ -168,8 +168,14 @@ def announce(problem: Problem, improvements: list[Improvement], heard: int,
 
 def improvement_clusters(problem: Problem, trail: tuple | None,
                          fetch: Callable[[set[int]], dict[int, list[History]]]) -> tuple[int, ...] | None:
-    """The cluster masks of the mapping an improvement's trail reached (None: no trail)."""
-    return None if trail is None else joins_to_clusters(problem.topo, trail_path(trail, fetch))
+    """The cluster masks of the mapping an improvement's trail reached (None: no trail,
+    or a record of it was lost with a worker of a distributed search)."""
+    if trail is None:
+        return None
+    try:
+        return joins_to_clusters(problem.topo, trail_path(trail, fetch))
+    except MissingRecord:
+        return None
 
 
 def progress(explorer: Explorer, watch: Stopwatch) -> dict[str, Any]:

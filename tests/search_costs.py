@@ -119,11 +119,14 @@ def partition(clusters: Iterable[Iterable[str]]) -> frozenset[frozenset[str]]:
     return frozenset(frozenset(c) for c in clusters)
 
 
-def trace_problem(network: Network, result, cost=DcmapCost(), scheme: str = "merge") -> str | None:
+def trace_problem(network: Network, result, cost=DcmapCost(), scheme: str = "merge",
+                  mappings_lost: bool = False) -> str | None:
     """What is wrong with a result's anytime record, or None: every traced improvement
     must carry a feasible mapping that costs what the trace says (checked with
     ``check_mapping`` and ``evaluate_mapping``, not the search's own code), the last
-    at the best cost; every lower bound sample must be at most the best cost."""
+    at the best cost; every lower bound sample must be at most the best cost. With
+    ``mappings_lost``, an improvement may come without its mapping (a distributed
+    search lost its records with a worker)."""
     from dcmap_dist.cost import FunctionCost, evaluate_mapping
     from dcmap_dist.mappings import check_mapping
 
@@ -131,6 +134,8 @@ def trace_problem(network: Network, result, cost=DcmapCost(), scheme: str = "mer
     tolerance = 1e-9 * max(1.0, abs(result.optimal_cost))
     for point in result.trace:
         if "clusters" not in point:
+            if mappings_lost:
+                continue
             return f"trace point at iteration {point['iteration']} has no mapping"
         check_mapping(network, point["clusters"], scheme)
         total = sum(c.cost for c in evaluate_mapping(network, point["clusters"], model))

@@ -42,6 +42,7 @@ driver's lookups need no worker.
 
 from __future__ import annotations
 
+import math
 import pickle
 import signal
 import sys
@@ -143,7 +144,9 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
         _pool.clear()
         handle = coordinator(workers)
         ray.get(handle.begin.remote(spec, settings, limits, g_min, resume))
-    heard = len(_improving(list(resume.trace), first)) if resume else 0  # announced before
+    # the cost last announced: a recovery rolls the trace back, so what is new is what is
+    # cheaper, not what comes after a count
+    heard = _improving(list(resume.trace), first)[-1][2] if resume else math.inf
 
     def fetch(records: set[int]) -> dict[int, list]:
         return ray.get(handle.lookup.remote(records))
@@ -151,7 +154,9 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
     result = None
     while result is None:
         report = _advance(handle)
-        heard = announce(problem, _improving(report.pop("trace"), first), heard, on_improvement, fetch)
+        fresh = [found for found in _improving(report.pop("trace"), first) if not within(heard, found[2])]
+        announce(problem, fresh, 0, on_improvement, fetch)
+        heard = fresh[-1][2] if fresh else heard
         if report["done"]:
             result = ray.get(handle.finish.remote())  # None: a worker was lost after the proof; go on
             continue

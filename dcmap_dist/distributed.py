@@ -146,7 +146,7 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
         ray.get(handle.begin.remote(spec, settings, limits, g_min, resume))
     # the cost last announced: a recovery rolls the trace back, so what is new is what is
     # cheaper, not what comes after a count
-    heard = _improving(list(resume.trace), first)[-1][2] if resume else math.inf
+    announced = _improving(list(resume.trace), first)[-1][2] if resume else math.inf
 
     def fetch(records: set[int]) -> dict[int, list]:
         return ray.get(handle.lookup.remote(records))
@@ -154,9 +154,9 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
     result = None
     while result is None:
         report = _advance(handle)
-        fresh = [found for found in _improving(report.pop("trace"), first) if not within(heard, found[2])]
+        fresh = [found for found in _improving(report.pop("trace"), first) if not within(announced, found[2])]
         announce(problem, fresh, 0, on_improvement, fetch)
-        heard = fresh[-1][2] if fresh else heard
+        announced = fresh[-1][2] if fresh else announced
         if report["done"]:
             result = ray.get(handle.finish.remote())  # None: a worker was lost after the proof; go on
             continue

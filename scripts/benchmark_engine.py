@@ -7,8 +7,9 @@ time, peak memory, whether the engine ran compiled or in pure Python (``build``;
 baseline's worktree is never compiled) and, when proven, the time to proof; else the
 lower bound and gap reached. Where both runs are proven, their optimal cost, their
 ``solution_count`` and, when both listed them all (:data:`LISTED` at most), their set of
-optimal partitions must be equal (the script fails otherwise). Rows are appended to ``results/engine.csv`` with the command.
-``--baseline none`` runs this tree alone (long budgets on the networks still open).
+optimal partitions must be equal (the script fails otherwise). Rows are appended to
+``results/engine.csv`` with the command. ``--baseline none`` runs this tree alone (long
+budgets on the networks still open).
 
     python scripts/benchmark_engine.py --networks insurance,water --time-limit 900
     python scripts/benchmark_engine.py --networks hailfinder --time-limit 3600 --baseline none

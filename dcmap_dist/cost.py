@@ -277,6 +277,13 @@ class DcmapCost:
         return _message_bound(self, graph, nodes, message)
 
 
+def leaves_no_cycles(model: Any) -> bool:
+    """Whether evaluating ``model`` (and its bound hooks) leaves no reference cycles for
+    Python's garbage collector to find: true of the built-in model, which builds only
+    sets, tuples and numbers; a user model is not assumed to be so."""
+    return type(model) is DcmapCost
+
+
 def _message_bound(model: DcmapCost, graph: Network, nodes: frozenset[str], message: frozenset[str]) -> float:
     """Absorbing message ``J`` costs ``a(|J| - |m|)`` to marginalise plus ``|R| >= |m|``
     to multiply in, where ``1 <= |m| <= |J| / |L| = |J - L|`` (no node of the child

@@ -244,60 +244,65 @@ class Problem:
         in which the components have no arc and no layer in common and the union is
         contiguous. Each set is generated once (extension-set enumeration); the lone
         proposal, with no joiner, is the "not extended" combination."""
-        topo = self.topo
         comps = branch.comps
         open_idx = [i for i, (_, fixed) in enumerate(comps) if not fixed]
         closures = {i: self.closures[comps[i][0]] for i in open_idx}
-
-        def grow(joined: int, merged: int, union: int, layers_used: int, down: int, up: int,
-                 cand_nodes: int, cand_comps: int, banned_nodes: int,
-                 banned_comps: int) -> Iterator[tuple[int, int]]:
-            # down, up: descendants and ancestors of the merged components (not of joined)
-            if watch is not None:
-                watch.check_within()
-            violators = self._violators(joined | union, down, up, joined)
-            if violators:
-                # a violator lies below layer l: only merging its component can mend
-                # it; if that component can no longer be merged, nothing here can
-                mendable = 0
-                for j in open_idx:
-                    if not (merged | banned_comps) >> j & 1:
-                        mendable |= comps[j][0]
-                if violators & ~mendable:
-                    return
-            else:
-                yield joined, merged
-            while cand_nodes or cand_comps:
-                if cand_nodes:
-                    low = cand_nodes & -cand_nodes
-                    cand_nodes ^= low
-                    i = low.bit_length() - 1
-                    new_comps = 0
-                    for j in open_idx:
-                        bit = 1 << j
-                        if not (merged | cand_comps | banned_comps) & bit and topo.children[i] & comps[j][0]:
-                            new_comps |= bit
-                    yield from grow(joined | low, merged, union, layers_used, down, up, cand_nodes,
-                                    cand_comps | new_comps, banned_nodes, banned_comps)
-                    banned_nodes |= low
-                else:
-                    bit = cand_comps & -cand_comps
-                    cand_comps ^= bit
-                    banned_comps |= bit
-                    j = bit.bit_length() - 1
-                    m = comps[j][0]
-                    up_j, down_j, touch_j, layers_j = closures[j]
-                    if touch_j & union or layers_j & layers_used:
-                        continue
-                    new_nodes = self.parents_of[m] & free & ~(joined | cand_nodes | banned_nodes)
-                    yield from grow(joined, merged | bit, union | m, layers_used | layers_j,
-                                    down | down_j, up | up_j, cand_nodes | new_nodes, cand_comps,
-                                    banned_nodes, banned_comps)
-
+        # what every step of the enumeration reads, passed down (a nested function calling
+        # itself would be a reference cycle, left to the garbage collector at every expansion)
+        context = (comps, open_idx, closures, free, watch)
         members = comps[proposal][0]
         up, down, _, layers_used = closures[proposal]
-        return grow(0, 1 << proposal, members, layers_used, down, up,
-                    self.parents_of[members] & free, 0, 0, 1 << proposal)
+        return self._grow(context, 0, 1 << proposal, members, layers_used, down, up,
+                          self.parents_of[members] & free, 0, 0, 1 << proposal)
+
+    def _grow(self, context: tuple, joined: int, merged: int, union: int, layers_used: int,
+              down: int, up: int, cand_nodes: int, cand_comps: int, banned_nodes: int,
+              banned_comps: int) -> Iterator[tuple[int, int]]:
+        """One step of :meth:`_merge_combos`: the combination ``(joined, merged)`` if it is
+        contiguous, then its extensions by the candidates not banned. ``down``, ``up``:
+        the descendants and ancestors of the merged components (not of ``joined``)."""
+        comps, open_idx, closures, free, watch = context
+        if watch is not None:
+            watch.check_within()
+        violators = self._violators(joined | union, down, up, joined)
+        if violators:
+            # a violator lies below layer l: only merging its component can mend
+            # it; if that component can no longer be merged, nothing here can
+            mendable = 0
+            for j in open_idx:
+                if not (merged | banned_comps) >> j & 1:
+                    mendable |= comps[j][0]
+            if violators & ~mendable:
+                return
+        else:
+            yield joined, merged
+        children = self.topo.children
+        while cand_nodes or cand_comps:
+            if cand_nodes:
+                low = cand_nodes & -cand_nodes
+                cand_nodes ^= low
+                i = low.bit_length() - 1
+                new_comps = 0
+                for j in open_idx:
+                    bit = 1 << j
+                    if not (merged | cand_comps | banned_comps) & bit and children[i] & comps[j][0]:
+                        new_comps |= bit
+                yield from self._grow(context, joined | low, merged, union, layers_used, down, up,
+                                      cand_nodes, cand_comps | new_comps, banned_nodes, banned_comps)
+                banned_nodes |= low
+            else:
+                bit = cand_comps & -cand_comps
+                cand_comps ^= bit
+                banned_comps |= bit
+                j = bit.bit_length() - 1
+                m = comps[j][0]
+                up_j, down_j, touch_j, layers_j = closures[j]
+                if touch_j & union or layers_j & layers_used:
+                    continue
+                new_nodes = self.parents_of[m] & free & ~(joined | cand_nodes | banned_nodes)
+                yield from self._grow(context, joined, merged | bit, union | m, layers_used | layers_j,
+                                      down | down_j, up | up_j, cand_nodes | new_nodes, cand_comps,
+                                      banned_nodes, banned_comps)
 
     def _violators(self, union: int, down: int, up: int, joined: int) -> int:
         """The nodes that break the contiguity of ``union`` (outside it, with an ancestor

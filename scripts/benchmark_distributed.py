@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import multiprocessing
 import os
 import statistics
@@ -49,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from dcmap_dist import distributed, load_network, solve  # noqa: E402
 from dcmap_dist.outputs import append_csv_row  # noqa: E402
 
+LISTED = 100_000  # optimal mappings listed at most (hepar2's best cost has 53 million tied ones)
 SPECIAL = {  # label: (source, slices, order)
     "seagrass-1slice": ("seagrass-2tbn", 1, "paper"),
     "seagrass-2slices": ("seagrass-2tbn", 2, "paper"),
@@ -66,18 +68,32 @@ def append(path: Path, rows: list[dict]) -> None:
         append_csv_row(path, row, list(rows[0]))
 
 
-def run(label: str, workers: int, time_limit: float, link_table: str = "sharded") -> dict:
+def run(label: str, workers: int, time_limit: float, link_table: str = "sharded",
+        memory_limit: float | None = None) -> dict:
     net, order = network(label)
     cpu = time.process_time()
     wall = time.perf_counter()
-    result = solve(net, order=order, time_limit=time_limit, workers=workers, link_table=link_table)
+    result = solve(net, order=order, time_limit=time_limit, memory_limit_mb=memory_limit, workers=workers,
+                   link_table=link_table, max_solutions=LISTED)
     wall = time.perf_counter() - wall
     stats = result.components[0].get("distributed", {})
     cpu = (time.process_time() - cpu) + sum(stats.get("worker_cpu", [])) + stats.get("coordinator_cpu", 0.0)
     return {"network": label, "workers": workers, "link_table": link_table,
             "cost": round(result.optimal_cost, 6), "proven": result.proven_optimal,
             "solutions": result.solution_count, "iterations": result.iterations, "wall_seconds": round(wall, 2),
-            "cpu_seconds": round(cpu, 2), "stats": stats}
+            "cpu_seconds": round(cpu, 2), "stop": result.stop_reason,
+            "lower_bound": round(result.lower_bound, 6) if math.isfinite(result.lower_bound) else None,
+            "gap": round(result.gap, 6) if math.isfinite(result.gap) else None,
+            "peak_memory_mb": round(result.peak_memory_mb), "stats": stats}
+
+
+def proof_row(label: str, variant: str, got: dict, args: argparse.Namespace, speedup: float, work: float) -> dict:
+    """One row of ``distributed-proof.csv``."""
+    return {"network": label, "variant": variant, "proven": got["proven"], "cost": got["cost"],
+            "solutions": got["solutions"], "iterations": got["iterations"], "wall_seconds": got["wall_seconds"],
+            "cpu_seconds": got["cpu_seconds"], "speedup": speedup, "work": work, "stop": got["stop"],
+            "lower_bound": got["lower_bound"], "gap": got["gap"], "peak_memory_mb": got["peak_memory_mb"],
+            "time_limit": args.time_limit, "memory_limit_mb": args.memory_limit}
 
 
 def proof(args: argparse.Namespace) -> None:
@@ -85,32 +101,27 @@ def proof(args: argparse.Namespace) -> None:
         speedups: dict[str, list[float]] = {}
         for _ in range(args.repeat):  # serial and Ray runs alternate, so each ratio compares neighbours
             rows = []
-            serial = run(label, 1, args.time_limit)
-            row = {"network": label, "variant": "serial", "proven": serial["proven"], "cost": serial["cost"],
-                   "solutions": serial["solutions"], "iterations": serial["iterations"],
-                   "wall_seconds": serial["wall_seconds"], "cpu_seconds": serial["cpu_seconds"],
-                   "speedup": 1.0, "work": 1.0}
+            serial = run(label, 1, args.time_limit, memory_limit=args.memory_limit)
+            row = proof_row(label, "serial", serial, args, 1.0, 1.0)
             rows.append(row)
             print(row, flush=True)
             for workers in args.workers:
-                got = run_ray(label, workers, args.time_limit)
-                row = {"network": label, "variant": f"ray W={workers}", "proven": got["proven"], "cost": got["cost"],
-                       "solutions": got["solutions"], "iterations": got["iterations"],
-                       "wall_seconds": got["wall_seconds"], "cpu_seconds": got["cpu_seconds"],
-                       "speedup": round(serial["wall_seconds"] / got["wall_seconds"], 2),
-                       "work": round(got["iterations"] / max(1, serial["iterations"]), 3)}
+                got = run_ray(label, workers, args.time_limit, memory_limit=args.memory_limit)
+                row = proof_row(label, f"ray W={workers}", got, args,
+                                round(serial["wall_seconds"] / got["wall_seconds"], 2),
+                                round(got["iterations"] / max(1, serial["iterations"]), 3))
                 rows.append(row)
                 speedups.setdefault(row["variant"], []).append(row["speedup"])
                 print(row, flush=True)
             if args.capacity:
-                pair = run_pair(label, args.time_limit)
-                row = {"network": label, "variant": "2 serial at once", "proven": all(p["proven"] for p in pair),
-                       "cost": pair[0]["cost"], "solutions": pair[0]["solutions"],
+                pair = run_pair(label, args.time_limit, args.memory_limit)
+                got = {**pair[0], "proven": all(p["proven"] for p in pair),
                        "iterations": sum(p["iterations"] for p in pair),
                        "wall_seconds": max(p["wall_seconds"] for p in pair),
                        "cpu_seconds": round(sum(p["cpu_seconds"] for p in pair), 2),
-                       "speedup": round(2 * serial["wall_seconds"] / max(p["wall_seconds"] for p in pair), 2),
-                       "work": 2.0}
+                       "peak_memory_mb": max(p["peak_memory_mb"] for p in pair)}
+                row = proof_row(label, "2 serial at once", got, args,
+                                round(2 * serial["wall_seconds"] / got["wall_seconds"], 2), 2.0)
                 rows.append(row)
                 speedups.setdefault(row["variant"], []).append(row["speedup"])
                 print(row, flush=True)
@@ -120,18 +131,19 @@ def proof(args: argparse.Namespace) -> None:
             print(f"{label} {variant}: speed-ups {values}, median {statistics.median(values)}", flush=True)
 
 
-def run_pair(label: str, time_limit: float) -> list[dict]:
+def run_pair(label: str, time_limit: float, memory_limit: float | None) -> list[dict]:
     """Two serial searches of ``label`` at once, each in its own process (at this one's
     niceness): what this machine gives two independent searches on its two cores, the
     ceiling for two workers' speed-up."""
     with multiprocessing.get_context("spawn").Pool(2) as pool:
-        return pool.starmap(run, [(label, 1, time_limit)] * 2)
+        return pool.starmap(run, [(label, 1, time_limit, "sharded", memory_limit)] * 2)
 
 
-def run_ray(label: str, workers: int, time_limit: float, link_table: str = "sharded") -> dict:
+def run_ray(label: str, workers: int, time_limit: float, link_table: str = "sharded",
+            memory_limit: float | None = None) -> dict:
     """A Ray run; W = 1 is forced through Ray (solve() runs W = 1 serially)."""
     if workers > 1:
-        return run(label, workers, time_limit, link_table)
+        return run(label, workers, time_limit, link_table, memory_limit)
     net, order = network(label)
     from dcmap_dist.engine import Problem
     from dcmap_dist.cost import DcmapCost
@@ -141,13 +153,17 @@ def run_ray(label: str, workers: int, time_limit: float, link_table: str = "shar
     cpu = time.process_time()
     wall = time.perf_counter()
     outcome = distributed.distributed_search(problem, 1, {"alpha": 0.6, "seed": 0, "link_table": link_table,
-                                                          "snapshot_every": 30.0}, Limits(time_limit))
+                                                          "snapshot_every": 30.0},
+                                            Limits(time_limit, memory_limit_mb=memory_limit))
     wall = time.perf_counter() - wall
     stats = outcome.statistics
     cpu = (time.process_time() - cpu) + sum(stats["worker_cpu"]) + stats["coordinator_cpu"]
+    gap = (outcome.best_cost - outcome.lower_bound) / outcome.best_cost if not outcome.proven else None
     return {"network": label, "workers": 1, "link_table": link_table, "cost": round(outcome.best_cost, 6),
             "proven": outcome.proven, "solutions": None, "iterations": outcome.iterations,
-            "wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2), "stats": stats}
+            "wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2), "stop": outcome.stop_reason,
+            "lower_bound": None if outcome.proven else round(outcome.lower_bound, 6),
+            "gap": None if gap is None else round(gap, 6), "peak_memory_mb": round(outcome.peak_memory_mb), "stats": stats}
 
 
 def scaling(args: argparse.Namespace) -> None:
@@ -246,6 +262,8 @@ def main() -> None:
     parser.add_argument("--networks", default="insurance,water,seagrass-2slices")
     parser.add_argument("--link-tables", default="sharded,coordinator")
     parser.add_argument("--time-limit", type=float, default=3600.0)
+    parser.add_argument("--memory-limit", type=float, default=None,
+                        help="proof: MiB per process (the serial search; each Ray worker)")
     parser.add_argument("--cpus", type=int, default=2)
     parser.add_argument("--workers", type=lambda text: [int(w) for w in text.split(",")], default=[1, 2],
                         help="proof: the Ray worker counts run after the serial search (1,2)")

@@ -2,13 +2,13 @@
 
 The modules in ``dcmap_dist.compiled.COMPILED`` are plain Python; Cython compiles the
 same source to C extension modules, which run the search about 1.3 times faster
-(docs/search.md). If Cython or a C compiler is missing, or a module fails to
+(docs/search.md), reading the compiled layout of a module's classes from the ``.pxd``
+beside it where there is one (``engine.pxd``). If Cython or a C compiler is missing, or a module fails to
 compile, the install goes on in pure Python with a warning: results are identical.
 ``DCMAP_PURE_PYTHON=1`` skips the compilation (for profiling with py-spy, which sees
 only Python frames).
 """
 
-import hashlib
 import json
 import os
 import runpy
@@ -19,7 +19,7 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 _compiled = runpy.run_path("dcmap_dist/compiled.py")  # stdlib only: safe to run here
-COMPILED, BUILT_SOURCES = _compiled["COMPILED"], _compiled["BUILT_SOURCES"]
+COMPILED, BUILT_SOURCES, source_digest = _compiled["COMPILED"], _compiled["BUILT_SOURCES"], _compiled["source_digest"]
 
 
 class OptionalBuildExt(build_ext):
@@ -47,7 +47,7 @@ def extensions() -> list:
         print("dcmap_dist: Cython is missing; the search runs in pure Python", file=sys.stderr)
         return []
     sources = {name: Path(f"dcmap_dist/{name}.py") for name in COMPILED}
-    digests = {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in sources.items()}
+    digests = {name: source_digest(Path("dcmap_dist"), name) for name in COMPILED}
     Path("dcmap_dist", BUILT_SOURCES).write_text(json.dumps(digests, indent=1) + "\n")  # for check_fresh
     return cythonize([str(path) for path in sources.values()],
                      compiler_directives={"language_level": 3}, build_dir="build/cython", quiet=True)

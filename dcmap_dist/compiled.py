@@ -46,10 +46,20 @@ def check_fresh() -> None:
         source = PACKAGE / f"{name}.py"
         if extension is None or not source.exists() or name not in built:
             continue
-        if hashlib.sha256(source.read_bytes()).hexdigest() != built[name]:
+        if source_digest(PACKAGE, name) != built[name]:
             warnings.warn(f"{source} changed after it was compiled, and Python runs the compiled "
                           f"{extension.name}: run `pip install -e .` again, or delete {extension.name} "
                           f"to run the source", stacklevel=2)
+
+
+def source_digest(package: Path, name: str) -> str:
+    """sha256 of module ``name``'s source and of its ``.pxd``, if it has one (the
+    compiled layout of its classes, which Cython reads beside the source)."""
+    digest = hashlib.sha256((package / f"{name}.py").read_bytes())
+    layout = package / f"{name}.pxd"
+    if layout.exists():
+        digest.update(layout.read_bytes())
+    return digest.hexdigest()
 
 
 def _extension(name: str) -> Path | None:

@@ -155,8 +155,12 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
     while result is None:
         report = _advance(handle)
         fresh = [found for found in _improving(report.pop("trace"), first) if not within(announced, found[2])]
-        announce(problem, fresh, 0, on_improvement, fetch)
+        announce(problem, fresh, 0, on_improvement, fetch, lost=True)
         announced = fresh[-1][2] if fresh else announced
+        # a recovery rolls G_min back to the snapshot's; the announced cost was found all the
+        # same, so it is still the best known and bounds the optimum
+        report["best"] = min(report["best"], announced)
+        report["lower_bound"] = min(report["lower_bound"], report["best"])
         if report["done"]:
             result = ray.get(handle.finish.remote())  # None: a worker was lost after the proof; go on
             continue

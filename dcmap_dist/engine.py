@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """The expansion machinery shared by DCMAP and breadth-first search.
 
 A :class:`Branch` holds one partial mapping: every node below layer ``layer`` is
@@ -211,7 +212,7 @@ class Problem:
         topo = self.topo
         layer = branch.layer
         free = topo.layer_mask[layer] & ~branch.assigned
-        below = tuple(c for c in branch.cls if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer)
+        below = tuple([c for c in branch.cls if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer])
         children = []
         for joined, merged in itertools.islice(self._combos(branch, proposal, free, watch), most):
             child = self._apply(branch, proposal, joined, merged, free, below, g_min)
@@ -372,7 +373,7 @@ class Problem:
         else:
             new_comps = list(comps)
             new_comps[proposal] = (comps[proposal][0], True)
-        new_comps.extend((1 << i, True) for i in bits(singles))
+        new_comps.extend([(1 << i, True) for i in bits(singles)])
         new_comps = self._comps_read_later(new_comps, layer) if done else tuple(new_comps)
         child = Branch(layer, assigned, new_comps, cls, cost, trail, branch.link)
         child.bound = bound
@@ -395,7 +396,7 @@ class Problem:
         """The ``(mask, ...)`` items with a parent above ``layer``, sorted: the components
         and cluster-layers a completed layer keeps."""
         above = self.topo.above[layer]
-        return sorted(item for item in items if self.parents_of[item[0]] & above)
+        return sorted([item for item in items if self.parents_of[item[0]] & above])
 
     def link_key(self, branch: Branch) -> tuple:
         """Dominance key of a completed layer: what any future cost or feasibility

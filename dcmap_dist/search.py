@@ -156,25 +156,31 @@ def dcmap_search(
 
 
 def announce(problem: Problem, improvements: list[Improvement], heard: int,
-             on_improvement: OnImprovement | None, fetch: Callable[[set[int]], dict[int, list[History]]]) -> int:
+             on_improvement: OnImprovement | None, fetch: Callable[[set[int]], dict[int, list[History]]],
+             lost: bool = False) -> int:
     """Tell ``on_improvement`` of every improvement after the first ``heard``, with its
     mapping (rebuilt from its trail: ``fetch`` finds link records' histories); the
-    number heard."""
+    number heard. ``lost``: records may have been lost with a worker (a distributed
+    search), and an improvement that reaches one is told without its mapping."""
     if on_improvement:
         for iteration, seconds, cost, trail in improvements[heard:]:
-            on_improvement(cost, iteration, seconds, improvement_clusters(problem, trail, fetch))
+            on_improvement(cost, iteration, seconds, improvement_clusters(problem, trail, fetch, lost))
     return len(improvements)
 
 
 def improvement_clusters(problem: Problem, trail: tuple | None,
-                         fetch: Callable[[set[int]], dict[int, list[History]]]) -> tuple[int, ...] | None:
+                         fetch: Callable[[set[int]], dict[int, list[History]]],
+                         lost: bool = False) -> tuple[int, ...] | None:
     """The cluster masks of the mapping an improvement's trail reached (None: no trail,
-    or a record of it was lost with a worker of a distributed search)."""
+    or, when ``lost`` allows it, a record of it was lost with a worker of a distributed
+    search; otherwise a missing record is an error)."""
     if trail is None:
         return None
     try:
         return joins_to_clusters(problem.topo, trail_path(trail, fetch))
     except MissingRecord:
+        if not lost:
+            raise
         return None
 
 

@@ -151,8 +151,14 @@ def test_a_worker_killed_between_reports_loses_nothing(monkeypatch, moment):
 
     monkeypatch.setattr(distributed, "_advance", advance_then_kill)
     # one snapshot, taken at the start: the whole proof is redone from G_min's first value
-    result = solve(network, order="paper", max_solutions=None, workers=2, snapshot_every=1000.0)
+    reports = []
+    result = solve(network, order="paper", max_solutions=None, workers=2, snapshot_every=1000.0,
+                   on_progress=reports.append)
     assert killed
+    # the progress's best cost never rises (the rolled-back G_min does), and its bound stays below it
+    best = [report["best"] for report in reports]
+    assert best == sorted(best, reverse=True)
+    assert all(report["lower_bound"] <= report["best"] for report in reports)
     assert result.components[0]["distributed"]["recoveries"] == 1
     assert disagreement(serial, result, f"after a kill ({moment})") is None
     # an improvement of the last report before the kill, found after the snapshot, has

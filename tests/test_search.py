@@ -760,6 +760,18 @@ def test_a_user_models_cycles_are_left_to_the_collector(child):
     assert made and sum(collected) > 0  # (cycles made before the step are frozen at its start)
 
 
+def test_a_missing_link_record_is_an_error_unless_records_may_be_lost(child):
+    # a distributed search may lose records with a worker and then reports an improvement
+    # without its mapping; in any other search a missing record is a bug, not a None
+    from dcmap_dist.linking import MissingRecord
+    from dcmap_dist.search import improvement_clusters
+
+    problem = Problem(child, DcmapCost(), "merge")
+    with pytest.raises(MissingRecord):
+        improvement_clusters(problem, (7, 1), lambda records: {})
+    assert improvement_clusters(problem, (7, 1), lambda records: {}, lost=True) is None
+
+
 def test_a_branch_queued_again_is_listed_and_popped_once():
     # popped by layer, a branch leaves its entry by cost behind; queued again (a limit
     # interrupted its expansion, and the search pushes it back before a checkpoint),

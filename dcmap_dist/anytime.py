@@ -81,11 +81,7 @@ class Anytime:
 
         def progressed(stats: dict[str, Any]) -> None:
             if "lower_bound" in stats:
-                # never above a cost already known: a distributed search that recovers a lost
-                # worker goes back to its snapshot, G_min and bounds included
-                known = self.costs[k] if not math.isnan(self.costs[k]) else math.inf
-                bound = min(stats["lower_bound"], stats["best"], known)
-                self._sample(offset + stats["iterations"], k, bound, False)
+                self._sample(offset + stats["iterations"], k, min(stats["lower_bound"], stats["best"]), False)
             if on_progress:
                 on_progress(stats)
 

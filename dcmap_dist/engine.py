@@ -250,7 +250,7 @@ class Problem:
         closures = {i: self.closures[comps[i][0]] for i in open_idx}
         # what every step of the enumeration reads, passed down (a nested function calling
         # itself would be a reference cycle, left to the garbage collector at every expansion)
-        context = (comps, open_idx, closures, free, watch)
+        context = (comps, open_idx, closures, free, watch, self.topo.children)
         members = comps[proposal][0]
         up, down, _, layers_used = closures[proposal]
         return self._grow(context, 0, 1 << proposal, members, layers_used, down, up,
@@ -262,7 +262,7 @@ class Problem:
         """One step of :meth:`_merge_combos`: the combination ``(joined, merged)`` if it is
         contiguous, then its extensions by the candidates not banned. ``down``, ``up``:
         the descendants and ancestors of the merged components (not of ``joined``)."""
-        comps, open_idx, closures, free, watch = context
+        comps, open_idx, closures, free, watch, children = context
         if watch is not None:
             watch.check_within()
         violators = self._violators(joined | union, down, up, joined)
@@ -277,7 +277,6 @@ class Problem:
                 return
         else:
             yield joined, merged
-        children = self.topo.children
         while cand_nodes or cand_comps:
             if cand_nodes:
                 low = cand_nodes & -cand_nodes

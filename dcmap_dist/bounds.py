@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """The admissible lower bound on the cost still to come (docs/cost-model.md, section 4).
 
 A branch at ``layer`` has placed every node below that layer, and the nodes
@@ -6,9 +7,12 @@ still to be built is at least the sum of four parts, each from an optional hook 
 the cost model (a model without a hook contributes nothing for it):
 
 * ``node_lower_bounds(graph)``: every unplaced node's own terms;
-* ``message_lower_bound(graph, nodes, message)``: for every placed cluster-layer, once
-  per layer that holds an unplaced parent of it (each such layer holds a different
-  cluster-layer that absorbs its message);
+* ``absorption_lower_bound(graph, absorber, children)`` (or, per child,
+  ``message_lower_bound(graph, nodes, message)``): the absorptions of the placed
+  cluster-layers' messages. Each placed cluster-layer with unplaced parents is given,
+  for every layer that holds such parents, to the first of them (in input order): that
+  node's cluster-layer absorbs its message. Each layer holds a different absorber, and
+  two children given to one node are two absorptions by one cluster-layer;
 * ``absorber_lower_bounds(graph)``: for every unplaced node, once per layer that holds
   unplaced children of it (its cluster-layer absorbs a message from each such layer);
 * ``absorbed_lower_bounds(graph)``: for every layer with unplaced nodes, the largest
@@ -22,7 +26,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from .network import Network
-from .structure import Memo, Topology, bits, union_of
+from .structure import Memo, Topology, bits
 
 
 class LowerBound:
@@ -32,7 +36,6 @@ class LowerBound:
     def __init__(self, topo: Topology, graph: Network, model: Any | None,
                  parents_of: Memo) -> None:
         self.topo = topo
-        self.parents_of = parents_of  # all parents of a node set (a memo)
         self._own = _per_node(model, "node_lower_bounds", graph, topo)
         self._absorbed = _per_node(model, "absorbed_lower_bounds", graph, topo)
         absorber = _per_node(model, "absorber_lower_bounds", graph, topo)
@@ -46,12 +49,12 @@ class LowerBound:
         # the bound of every layer above l, all unplaced
         whole = [self._unplaced[mask] for mask in topo.layer_mask]
         self._above = [sum(whole[l + 1:]) for l in range(topo.l_max + 1)]
-        message_bound = getattr(model, "message_lower_bound", None)
-        # absorbing a frontier cluster-layer (members, message), memoised
-        self._message_bounds: Memo | None = None if message_bound is None else Memo(
-            lambda item: message_bound(graph, topo.names(item[0]), item[1]))
-        layer_bit = [1 << l for l in topo.layer]
-        self._layers_of = Memo(lambda mask: union_of(layer_bit, mask))  # the layers of a node set
+        # (absorber, frontier cluster-layers given to it) -> what absorbing them costs, at least
+        self._absorptions = _absorption_bounds(model, graph, topo)
+        # unplaced nodes -> (a cluster-layer's members -> the absorbers of its message);
+        # parents_of: all parents of a node set (a memo)
+        self._absorbers = Memo(lambda rest: Memo(
+            lambda members: self._first_of_each_layer(parents_of[members] & rest)))
 
     def __call__(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:
         """The bound of a branch at ``layer`` with ``assigned`` and frontier ``cls``."""
@@ -62,15 +65,30 @@ class LowerBound:
             unplaced = topo.layer_mask[layer] & ~assigned
             rest |= unplaced
             bound += self._unplaced[unplaced]
-        message_bounds = self._message_bounds
-        if message_bounds is not None:
-            parents_of = self.parents_of
-            layers_of = self._layers_of
+        absorptions = self._absorptions
+        if absorptions is not None:
+            absorbers = self._absorbers[rest]
+            given: dict[int, list] = {}
             for item in cls:
-                waiting = parents_of[item[0]] & rest
-                if waiting:
-                    bound += message_bounds[item] * layers_of[waiting].bit_count()
+                for x in absorbers[item[0]]:
+                    items = given.get(x)
+                    if items is None:
+                        given[x] = [item]
+                    else:
+                        items.append(item)
+            for x, items in given.items():
+                bound += absorptions[(x, tuple(items))]
         return bound
+
+    def _first_of_each_layer(self, nodes: int) -> tuple[int, ...]:
+        """The first node (in input order) of each layer among ``nodes``."""
+        topo = self.topo
+        first = []
+        while nodes:
+            i = (nodes & -nodes).bit_length() - 1
+            first.append(i)
+            nodes &= ~topo.layer_mask[topo.layer[i]]
+        return tuple(first)
 
     def _unplaced_part(self, unplaced: int) -> float:
         """The part of the bound for the unplaced nodes ``unplaced`` of one layer."""
@@ -81,6 +99,22 @@ class LowerBound:
         return (sum(self._own[i] for i in members)
                 + sum(charge for kids, charge in self._absorbing[layer] if kids & unplaced)
                 + max(self._absorbed[i] for i in members))
+
+
+def _absorption_bounds(model: Any | None, graph: Network, topo: Topology) -> Memo | None:
+    """The memo of ``(absorber, ((members, message), ...))`` -> the model's bound on
+    absorbing those frontier cluster-layers: ``absorption_lower_bound`` if it has one,
+    else the sum of ``message_lower_bound`` over them, else None (no such part)."""
+    absorption = getattr(model, "absorption_lower_bound", None)
+    if absorption is not None:
+        nodes = topo.network.nodes
+        return Memo(lambda key: absorption(graph, nodes[key[0]],
+                                           tuple([(topo.names(members), message) for members, message in key[1]])))
+    message_bound = getattr(model, "message_lower_bound", None)
+    if message_bound is None:
+        return None
+    per_child = Memo(lambda item: message_bound(graph, topo.names(item[0]), item[1]))
+    return Memo(lambda key: sum([per_child[item] for item in key[1]]))
 
 
 def _per_node(model: Any | None, hook: str, graph: Network, topo: Topology) -> list[float]:

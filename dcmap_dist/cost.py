@@ -9,11 +9,16 @@ passes up. A model may also supply
   made of whole cluster-layers and closed upwards within their layers (the nodes
   the search has not yet placed), the cluster-layers inside ``U`` cost at least
   ``sum(b[x] for x in U)``;
-* ``message_lower_bound(graph, nodes, message) -> float``: a bound on what absorbing
-  the message of cluster-layer ``nodes`` costs a parent cluster-layer, whichever it is
-  and however it is mapped; the search adds it for every placed cluster-layer that
-  still has an unplaced parent, once per layer holding such a parent (each layer
-  holds a different absorber; no absorption is counted twice or in a node's bound);
+* ``absorption_lower_bound(graph, absorber, children) -> float``: a bound on what the
+  cluster-layer holding node ``absorber`` pays to absorb the messages of the placed
+  cluster-layers ``children`` ((nodes, message) pairs, each holding a child of
+  ``absorber``), however the rest is mapped. The search gives every placed
+  cluster-layer that still has unplaced parents, once per layer holding them, to the
+  first of them in input order (each layer holds a different absorber; no absorption
+  is counted twice or in a node's bound). A model may instead supply
+  ``message_lower_bound(graph, nodes, message) -> float``, a bound on one absorption of
+  the message of cluster-layer ``nodes`` by any parent cluster-layer: the search then
+  adds it once per child given to an absorber;
 * ``absorber_lower_bounds(graph) -> {node: b}`` and ``absorbed_lower_bounds(graph) ->
   {node: b}``: what absorbing the messages of cluster-layers not yet placed costs,
   charged per parent and layer of its children, and per layer (its largest value);
@@ -130,6 +135,7 @@ def child_order(ctx: CostContext, by_name: bool = False) -> list[ChildClusterLay
 
 ELIMINATION_ORDERS = ("cpt", "paper", "canonical")
 MOST_GROUPED_PARENTS = 8  # absorbed_lower_bounds tries every grouping of at most this many (Bell(8) = 4140)
+MOST_ORDERED_ABSORPTIONS = 10  # absorption_lower_bound tries every order of at most this many (2^10 subsets)
 
 
 @dataclass(frozen=True)
@@ -272,9 +278,44 @@ class DcmapCost:
                 bounds[y] = total
         return bounds
 
-    def message_lower_bound(self, graph: Network, nodes: frozenset[str], message: frozenset[str]) -> float:
-        """What any parent cluster-layer pays to absorb this message (see docs/cost-model.md)."""
-        return _message_bound(self, graph, nodes, message)
+    def absorption_lower_bound(self, graph: Network, absorber: str,
+                               children: tuple[tuple[frozenset[str], frozenset[str]], ...]) -> float:
+        """What the cluster-layer holding ``absorber`` pays, at least, to absorb the messages
+        of the placed cluster-layers ``children`` ((nodes, message) pairs, each holding a
+        child of ``absorber``), whatever else it holds (proof in docs/cost-model.md).
+
+        Absorbing message ``J`` costs ``a(|J| - |m|)`` to marginalise and then ``|R|``,
+        the running scope, to multiply in. ``m`` holds what ``J`` shares with the
+        absorber and its parents, and none of the child's nodes; ``R`` holds this ``m``
+        and every ``m`` absorbed before it. The least total over the orders of absorption.
+        """
+        add = self.addition
+        near = {absorber, *graph.parents[absorber]}
+        absorptions = []  # (least cost alone, marginalising at most, the least m)
+        for nodes, message in children:
+            size = _size(graph, message)
+            shared = message & near
+            most = _size(graph, message - nodes)
+            alone = min(_weighted(add, size - m) + _as_float(m) for m in (_size(graph, shared), most))
+            absorptions.append((alone, _weighted(add, size - most), shared))
+        if len(absorptions) > MOST_ORDERED_ABSORPTIONS:
+            return sum(alone for alone, _, _ in absorptions)
+        # least[T]: the least cost of absorbing the set T first (a bit mask over
+        # absorptions); the last of T finds the scope holding every other m of T
+        count = len(absorptions)
+        least = [0.0] * (1 << count)
+        held: list[frozenset[str]] = [frozenset()] * (1 << count)
+        for subset in range(1, 1 << count):
+            low = subset & -subset
+            held[subset] = held[subset ^ low] | absorptions[low.bit_length() - 1][2]
+            best = math.inf
+            for i, (alone, marginalise, shared) in enumerate(absorptions):
+                if subset >> i & 1:
+                    before = subset ^ (1 << i)
+                    cost = max(alone, marginalise + _as_float(_size(graph, held[before] | shared)))
+                    best = min(best, least[before] + cost)
+            least[subset] = best
+        return least[-1]
 
 
 def leaves_no_cycles(model: Any) -> bool:
@@ -282,16 +323,6 @@ def leaves_no_cycles(model: Any) -> bool:
     Python's garbage collector to find: true of the built-in model, which builds only
     sets, tuples and numbers; a user model is not assumed to be so."""
     return type(model) is DcmapCost
-
-
-def _message_bound(model: DcmapCost, graph: Network, nodes: frozenset[str], message: frozenset[str]) -> float:
-    """Absorbing message ``J`` costs ``a(|J| - |m|)`` to marginalise plus ``|R| >= |m|``
-    to multiply in, where ``1 <= |m| <= |J| / |L| = |J - L|`` (no node of the child
-    cluster-layer, ``L`` its link nodes, is in the absorber's ``Jcpt``). The least of
-    ``a(|J| - |m|) + |m|`` over that range (it is linear in ``|m|``)."""
-    size = _size(graph, message)
-    most = _size(graph, message - nodes)
-    return min(_weighted(model.addition, size - m) + _as_float(m) for m in (1, most))
 
 
 def _grouping_excess(graph: Network, group: list[str], others: Iterable[str], cpt: dict[str, int]) -> float:
@@ -417,8 +448,8 @@ class FunctionCost:
         return value if isinstance(value, tuple) else (value, ctx.nodes)
 
 
-HOOKS = ("node_lower_bounds", "absorber_lower_bounds", "absorbed_lower_bounds", "message_lower_bound",
-         "estimate")
+HOOKS = ("node_lower_bounds", "absorber_lower_bounds", "absorbed_lower_bounds", "absorption_lower_bound",
+         "message_lower_bound", "estimate")
 
 
 class UserCost:
@@ -484,6 +515,10 @@ class UserCost:
 
     def _checked_message_lower_bound(self, graph: Network, nodes: frozenset[str], message: Hashable) -> float:
         return self._number("message_lower_bound", nodes, self._call("message_lower_bound", nodes, graph, nodes, message))
+
+    def _checked_absorption_lower_bound(self, graph: Network, absorber: str, children: tuple) -> float:
+        return self._number("absorption_lower_bound", absorber,
+                            self._call("absorption_lower_bound", absorber, graph, absorber, children))
 
     def _checked_estimate(self, graph: Network, nodes: frozenset[str]) -> float:
         return self._number("estimate", None, self._call("estimate", None, graph, nodes))

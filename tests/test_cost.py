@@ -26,6 +26,7 @@ from dcmap_dist.cost import (
     elimination_positions,
     evaluate_mapping,
     load_cost,
+    sort_children,
     user_cost_limit,
 )
 from dcmap_dist.loading import load_network
@@ -359,7 +360,7 @@ def absorption_terms(network: Network, clusters: list, model: DcmapCost) -> dict
     size = lambda nodes: math.prod(card(x) for x in nodes)  # noqa: E731
     position = elimination_positions(network, model.order)
     done: dict = {}
-    terms = {"absorb": {}, "first": {}, "links": {}, "layer": layer}
+    terms = {"absorb": {}, "first": {}, "links": {}, "layer": layer, "message": {}}
     for (l, k), members in sorted(groups.items(), key=lambda item: (item[0][0], sorted(item[1]))):
         nodes = frozenset(members)
         kids = {}
@@ -386,6 +387,7 @@ def absorption_terms(network: Network, clusters: list, model: DcmapCost) -> dict
         terms["links"][nodes] = sum(a * size({x, *parents[x]}) * (card(x) - 1) / card(x)
                                     for x in link if parents[x])
         assert model.evaluate(ctx)[1] == frozenset(scope)  # the oracle follows the model
+        terms["message"][nodes] = frozenset(scope)
         for x in nodes:
             done[x] = (nodes, l, frozenset(scope))
     return terms
@@ -451,6 +453,60 @@ def test_each_part_of_the_absorption_bounds_holds_in_every_mapping():
             got = check_absorption_bounds(network, mappings, model)
             checks, tight = checks + got[0], tight + got[1]
     assert checks > 30000 and tight > 1000  # the parts are often exactly what they claim
+
+
+def test_the_absorptions_of_placed_cluster_layers_cost_at_least_their_bound():
+    # the contract of absorption_lower_bound: in every mapping, the cluster-layer P that
+    # holds the absorber pays at least the bound to absorb the children given to it
+    # (any set of P's child cluster-layers that hold a child of the absorber), counted
+    # by the oracle; the search gives each child to one absorber per layer
+    rng = random.Random(7)
+    models = [DcmapCost(), DcmapCost(order="paper"), DcmapCost(addition=1.5), DcmapCost(addition=0.0)]
+    checks = tight = ordered = 0
+    for seed in range(80):
+        network = random_network(seed, 4, 8) if seed % 2 else layered_network(seed)
+        if seed % 3 == 0:
+            network = network.with_observed(network.nodes[:1])
+        topo = Topology(network)
+        mappings = list(enumerate_mappings(network))
+        mappings = rng.sample(mappings, 60) if len(mappings) > 60 else mappings
+        for model in models:
+            for mapping in mappings:
+                terms = absorption_terms(network, [topo.names(c) for c in mapping], model)
+                for P in {P for P, _ in terms["absorb"]}:
+                    for x in P:
+                        kids = sorted((K for P2, K in terms["absorb"] if P2 == P
+                                       and any(x in network.parents[y] for y in K)), key=sorted)
+                        for r in range(1, len(kids) + 1):
+                            for given in itertools.combinations(kids, r):
+                                cost = sum(terms["absorb"][(P, K)][0] for K in given)
+                                bound = model.absorption_lower_bound(
+                                    network, x, tuple((K, terms["message"][K]) for K in given))
+                                assert bound <= cost + 1e-9 * max(1.0, cost), (
+                                    network.edges, mapping, sorted(P), x, [sorted(K) for K in given])
+                                checks += 1
+                                tight += math.isclose(bound, cost)
+                                ordered += r > 1 and math.isclose(bound, cost)
+    assert checks > 100_000 and tight > 50_000 and ordered > 20_000
+
+
+def test_the_absorption_bound_takes_the_cheapest_order_of_absorption():
+    # x (2 states, parent p of 3) absorbs the messages of y1 {x} and y2 {x, p}: alone,
+    # 2 and 6 to multiply in; together the running scope holds {x, p} for whichever comes
+    # second, so the least total is 2 + 6 (y1 first), not 6 + 6
+    states = {"p": 3, "x": 2, "y1": 2, "y2": 2}
+    network = Network("order", list(states), states, [("p", "x"), ("x", "y1"), ("x", "y2"), ("p", "y2")])
+    model = DcmapCost()
+    y1 = (frozenset({"y1"}), frozenset({"x"}))
+    y2 = (frozenset({"y2"}), frozenset({"x", "p"}))
+    assert model.absorption_lower_bound(network, "x", (y1,)) == pytest.approx(2.0)
+    assert model.absorption_lower_bound(network, "x", (y2,)) == pytest.approx(6.0)
+    assert model.absorption_lower_bound(network, "x", (y1, y2)) == pytest.approx(8.0)
+    assert model.absorption_lower_bound(network, "x", (y2, y1)) == pytest.approx(8.0)
+    # the cost of {x} absorbing both, with its elimination (6 to multiply, x summed out)
+    ctx = CostContext(frozenset({"x"}), 1, network, sort_children([
+        ChildClusterLayer(y1[0], 0, True, y1[1]), ChildClusterLayer(y2[0], 0, True, y2[1])]))
+    assert model.evaluate(ctx)[0] == pytest.approx(8.0 + 6 + 0.6 * 6 / 2)
 
 
 def test_grouped_parents_are_charged_for_a_first_elimination_of_another_node():
@@ -662,6 +718,9 @@ class _Model:
     def message_lower_bound(self, graph, nodes, message):
         return self.spoil.get("message_bound", 0.0)
 
+    def absorption_lower_bound(self, graph, absorber, children):
+        return self.spoil.get("absorption", 0.5)
+
     def absorber_lower_bounds(self, graph):
         return self.spoil.get("absorber", {x: 0.25 for x in graph.nodes})
 
@@ -679,6 +738,7 @@ def test_a_sound_user_model_passes_its_hooks_through(paper):
     assert model.name == "spoilt" and model.params() == {"k": 1}
     assert model.node_lower_bounds(paper) == {x: 0.5 for x in paper.nodes}
     assert model.message_lower_bound(paper, frozenset("A"), frozenset("A")) == 0.0
+    assert model.absorption_lower_bound(paper, "A", ((frozenset("D"), frozenset("A")),)) == 0.5
     assert model.absorber_lower_bounds(paper) == {x: 0.25 for x in paper.nodes}
     assert model.absorbed_lower_bounds(paper) == {}
     assert model.estimate(paper, frozenset("AB")) == 2.0
@@ -697,17 +757,19 @@ def test_a_sound_user_model_passes_its_hooks_through(paper):
     ({"bounds": {"Z": 1.0}}, "bounds", r"node_lower_bounds names 'Z', which is not a node"),
     ({"bounds": {"A": float("nan")}}, "bounds", r"node_lower_bounds returned nan for node 'A'; expected a finite number"),
     ({"message_bound": None}, "message", r"message_lower_bound returned None for cluster-layer \['A'\]"),
+    ({"absorption": float("inf")}, "absorption", r"absorption_lower_bound returned inf for node 'A'; expected a finite"),
     ({"absorber": [1.0]}, "absorber", r"absorber_lower_bounds returned \[1\.0\]; expected a dict"),
     ({"absorbed": {"A": "x"}}, "absorbed", r"absorbed_lower_bounds returned 'x' for node 'A'; expected a finite number"),
     ({"estimate": "boom"}, "estimate", r"estimate failed: RuntimeError: boom"),
 ], ids=["bare-cost", "unhashable-message", "infinite-cost", "bounds-not-a-dict", "bounds-unknown-node",
-        "bounds-nan", "message-bound-none", "absorber-not-a-dict", "absorbed-not-a-number", "estimate-raises"])
+        "bounds-nan", "message-bound-none", "absorption-inf", "absorber-not-a-dict", "absorbed-not-a-number", "estimate-raises"])
 def test_malformed_user_model_answers(paper, spoil, call, message):
     model = load_cost(_Model(**spoil))
     calls = {
         "evaluate": lambda: evaluate_mapping(paper, OPTIMAL[0], model),
         "bounds": lambda: model.node_lower_bounds(paper),
         "message": lambda: model.message_lower_bound(paper, frozenset("A"), frozenset("A")),
+        "absorption": lambda: model.absorption_lower_bound(paper, "A", ((frozenset("D"), frozenset("A")),)),
         "absorber": lambda: model.absorber_lower_bounds(paper),
         "absorbed": lambda: model.absorbed_lower_bounds(paper),
         "estimate": lambda: model.estimate(paper, frozenset("AB")),
@@ -763,7 +825,8 @@ def test_a_table_past_the_float_range_costs_inf_and_is_never_optimal():
     merged = evaluate_mapping(network, [["X1", "X2", "Y"], ["P1"], ["P2"], ["P3"], ["P4"]], model)
     assert {c.nodes: c.cost for c in merged}[frozenset({"X1", "X2"})] == math.inf
     assert all(math.isfinite(b) for b in model.node_lower_bounds(network).values())
-    assert model.message_lower_bound(network, frozenset({"X1", "X2"}), frozenset({"P1", "P2", "P3", "P4"})) == math.inf
+    children = ((frozenset({"X1", "X2"}), frozenset({"P1", "P2", "P3", "P4"})),)
+    assert model.absorption_lower_bound(network, "P1", children) == math.inf
     brute = solve(network, method="brute")
     assert math.isfinite(brute.optimal_cost) and brute.proven_optimal
     for method in ("dcmap", "bfs"):
@@ -774,10 +837,11 @@ def test_a_table_past_the_float_range_costs_inf_and_is_never_optimal():
                 == {partition(s.clusters) for s in brute.solutions})
 
 
-def test_message_bound_with_a_zero_addition_weight_is_not_nan():
+def test_absorption_bound_with_a_zero_addition_weight_is_not_nan():
+    # nothing to marginalise: what P1's cluster-layer keeps of the message, {P1}
     network = huge_network(10**200)
-    bound = DcmapCost(addition=0.0).message_lower_bound(network, frozenset({"X1"}), frozenset({"P1", "P2", "X1"}))
-    assert bound == 1.0
+    children = ((frozenset({"X1"}), frozenset({"P1", "P2", "X1"})),)
+    assert DcmapCost(addition=0.0).absorption_lower_bound(network, "P1", children) == float(network.card("P1"))
 
 
 def test_a_network_whose_single_nodes_pass_the_float_range_is_an_error():

@@ -337,13 +337,13 @@ LB_MODELS = {
 }
 
 
-@pytest.mark.parametrize("model_name", list(LB_MODELS))
-def test_lower_bound_is_admissible(model_name):
-    model = LB_MODELS[model_name]
+def bound_violations(model, seeds) -> tuple[list[str], int, int]:
+    """Walk every branch of random networks: the branches whose bound exceeds their true
+    cheapest completion, and how many branches had a positive bound, of how many."""
     violations = []
     positive = 0
     branches = 0
-    for seed in range(400, 430):
+    for seed in seeds:
         network = random_network(seed, 5, 8)
         if seed % 2:  # more observed nodes
             network = network.with_observed(network.nodes[:2])
@@ -364,8 +364,26 @@ def test_lower_bound_is_admissible(model_name):
                     assert branch.bound == pytest.approx(branch.cost + bound, rel=1e-12)
                     if isinstance(model, DcmapCost):
                         assert bound > 0  # every unplaced node pays at least its CPT
+    return violations, positive, branches
+
+
+@pytest.mark.parametrize("model_name", list(LB_MODELS))
+def test_lower_bound_is_admissible(model_name):
+    violations, positive, branches = bound_violations(LB_MODELS[model_name], range(400, 430))
     assert not violations, "\n".join(violations[:20])
     assert positive > branches // 4
+
+
+class RaisedAbsorptions(DcmapCost):
+    """The dcmap model with its absorption bound raised by 2%: no longer admissible."""
+
+    def absorption_lower_bound(self, graph, absorber, children):
+        return 1.02 * super().absorption_lower_bound(graph, absorber, children)
+
+
+def test_the_admissibility_walk_catches_an_absorption_bound_raised_a_little():
+    violations, _, _ = bound_violations(RaisedAbsorptions(), range(400, 430))
+    assert violations
 
 
 def test_the_bound_charges_every_absorbing_layer_and_the_absorptions_to_come():
@@ -384,13 +402,40 @@ def test_the_bound_charges_every_absorbing_layer_and_the_absorptions_to_come():
     # b: its parents a and r together (0.6 (6 - 5), and cpt(r) (2 - 1) = 3 more: r, eliminated
     # first, with a multiplied in) or apart (0.6 (6 - 2) + 0.6 (6 - 3)); c: b just above, a further up
     assert absorbed == {"b": pytest.approx(0.6 + 3.0), "c": pytest.approx(0.6 * 3 + 0.6 * 4)}
+    # c's message {a, b} (6 entries) is absorbed in layer 1 by b's cluster-layer, which
+    # keeps all of it (6 to multiply in), and in layer 2 by a's, which keeps {a}
+    assert message == frozenset("ab")
+    by_b = model.absorption_lower_bound(network, "b", ((frozenset("c"), message),))
+    by_a = model.absorption_lower_bound(network, "a", ((frozenset("c"), message),))
+    assert (by_b, by_a) == (pytest.approx(6.0), pytest.approx(0.6 * (6 - 2) + 2))
     expected = (own["a"] + own["r"] + own["b"]
-                + 2 * model.message_lower_bound(network, frozenset("c"), message)  # layers 1 and 2
+                + by_b + by_a  # layers 1 and 2
                 + absorber["a"] + absorber["r"]  # each absorbs b's layer (c's is placed)
                 + absorbed["b"])  # layer 1's largest; layer 2 has roots only
     assert problem.lower_bound(root) == pytest.approx(expected, rel=1e-12)
     # switched off, the bound is 0
     assert Problem(network, model, lower_bound=False).lower_bound(root) == 0.0
+
+
+class PerMessage:
+    """A user model with only a per-message bound: 1 for every absorption."""
+
+    name = "per-message"
+
+    def evaluate(self, ctx):
+        return 1.0 + len(ctx.children), ctx.nodes
+
+    def message_lower_bound(self, graph, nodes, message):
+        return 1.0
+
+
+def test_a_per_message_bound_is_charged_once_per_absorbing_layer():
+    # c (placed at the root) has parents in layers 1 (b) and 2 (a): two absorptions;
+    # b (unplaced) is charged nothing by this model
+    states = {"a": 2, "r": 3, "b": 3, "c": 2}
+    network = Network("skip", list(states), states, [("a", "b"), ("r", "b"), ("b", "c"), ("a", "c")])
+    problem = Problem(network, load_cost(PerMessage()))
+    assert problem.lower_bound(problem.root()) == 2.0
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)

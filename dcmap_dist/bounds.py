@@ -51,10 +51,14 @@ class LowerBound:
         self._above = [sum(whole[l + 1:]) for l in range(topo.l_max + 1)]
         # (absorber, frontier cluster-layers given to it) -> what absorbing them costs, at least
         self._absorptions = _absorption_bounds(model, graph, topo)
-        # unplaced nodes -> (a cluster-layer's members -> the absorbers of its message);
-        # parents_of: all parents of a node set (a memo)
+        # unplaced nodes -> (a cluster-layer's members -> the absorbers of its message, and
+        # its parents in the next layer to build if two or more); parents_of: all parents
+        # of a node set (a memo)
         self._absorbers = Memo(lambda rest: Memo(
-            lambda members: self._first_of_each_layer(parents_of[members] & rest)))
+            lambda members: self._absorbers_of(parents_of[members] & rest, rest)))
+        # (frontier cluster-layer, its parents in the next layer, unplaced nodes) -> what
+        # the cluster-layers of that layer pay for holding those parents apart or together
+        self._groupings = _grouping_bounds(model, graph, topo)
 
     def __call__(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:
         """The bound of a branch at ``layer`` with ``assigned`` and frontier ``cls``."""
@@ -66,29 +70,42 @@ class LowerBound:
             rest |= unplaced
             bound += self._unplaced[unplaced]
         absorptions = self._absorptions
-        if absorptions is not None:
+        groupings = self._groupings
+        if absorptions is not None or groupings is not None:
             absorbers = self._absorbers[rest]
             given: dict[int, list] = {}
+            grouping = 0.0  # the largest grouping part: those of two children may overlap
             for item in cls:
-                for x in absorbers[item[0]]:
+                found, shared = absorbers[item[0]]
+                for x in found:
                     items = given.get(x)
                     if items is None:
                         given[x] = [item]
                     else:
                         items.append(item)
-            for x, items in given.items():
-                bound += absorptions[(x, tuple(items))]
+                if shared and groupings is not None:
+                    value = groupings[(item, shared, rest)]
+                    if value > grouping:
+                        grouping = value
+            if absorptions is not None:
+                for x, items in given.items():
+                    bound += absorptions[(x, tuple(items))]
+            bound += grouping
         return bound
 
-    def _first_of_each_layer(self, nodes: int) -> tuple[int, ...]:
-        """The first node (in input order) of each layer among ``nodes``."""
+    def _absorbers_of(self, parents: int, rest: int) -> tuple[tuple[int, ...], int]:
+        """The absorbers of a frontier cluster-layer with the unplaced parents ``parents``
+        (the first of each layer, in input order) and, if two or more of them lie in the
+        next layer to build (the lowest layer of the unplaced nodes ``rest``), those."""
         topo = self.topo
         first = []
+        nodes = parents
         while nodes:
             i = (nodes & -nodes).bit_length() - 1
             first.append(i)
             nodes &= ~topo.layer_mask[topo.layer[i]]
-        return tuple(first)
+        shared = parents & _next_layer(topo, rest)
+        return tuple(first), shared if shared & (shared - 1) else 0
 
     def _unplaced_part(self, unplaced: int) -> float:
         """The part of the bound for the unplaced nodes ``unplaced`` of one layer."""
@@ -115,6 +132,28 @@ def _absorption_bounds(model: Any | None, graph: Network, topo: Topology) -> Mem
         return None
     per_child = Memo(lambda item: message_bound(graph, topo.names(item[0]), item[1]))
     return Memo(lambda key: sum([per_child[item] for item in key[1]]))
+
+
+def _grouping_bounds(model: Any | None, graph: Network, topo: Topology) -> Memo | None:
+    """The memo of ``((members, message), parents, rest)`` -> the model's
+    ``grouping_lower_bound`` for a frontier cluster-layer whose unplaced parents
+    ``parents`` lie in the next layer to build (``rest``: every unplaced node), or None."""
+    grouping = getattr(model, "grouping_lower_bound", None)
+    if grouping is None:
+        return None
+    nodes = topo.network.nodes
+    return Memo(lambda key: grouping(graph, topo.names(key[0][0]), key[0][1],
+                                     tuple([nodes[i] for i in bits(key[1])]),
+                                     topo.names(_next_layer(topo, key[2]))))
+
+
+def _next_layer(topo: Topology, rest: int) -> int:
+    """The nodes of the lowest layer among the unplaced nodes ``rest``: the next layer to
+    build, whose layer below is complete."""
+    for mask in topo.layer_mask:
+        if rest & mask:
+            return rest & mask
+    return 0
 
 
 def _per_node(model: Any | None, hook: str, graph: Network, topo: Topology) -> list[float]:

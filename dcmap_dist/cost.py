@@ -19,6 +19,11 @@ passes up. A model may also supply
   ``message_lower_bound(graph, nodes, message) -> float``, a bound on one absorption of
   the message of cluster-layer ``nodes`` by any parent cluster-layer: the search then
   adds it once per child given to an absorber;
+* ``grouping_lower_bound(graph, nodes, message, parents, layer_nodes) -> float``: for a
+  placed cluster-layer with two or more unplaced parents ``parents`` (input order) in the
+  next layer to build (unplaced nodes ``layer_nodes``), what that layer's cluster-layers
+  pay beyond the other parts for holding them apart or together; the search adds the
+  largest over the frontier;
 * ``absorber_lower_bounds(graph) -> {node: b}`` and ``absorbed_lower_bounds(graph) ->
   {node: b}``: what absorbing the messages of cluster-layers not yet placed costs,
   charged per parent and layer of its children, and per layer (its largest value);
@@ -296,7 +301,7 @@ class DcmapCost:
             size = _size(graph, message)
             shared = message & near
             most = _size(graph, message - nodes)
-            alone = min(_weighted(add, size - m) + _as_float(m) for m in (_size(graph, shared), most))
+            alone = _least_absorption(add, size, _size(graph, shared), most)
             absorptions.append((alone, _weighted(add, size - most), shared))
         if len(absorptions) > MOST_ORDERED_ABSORPTIONS:
             return sum(alone for alone, _, _ in absorptions)
@@ -317,12 +322,47 @@ class DcmapCost:
             least[subset] = best
         return least[-1]
 
+    def grouping_lower_bound(self, graph: Network, nodes: frozenset[str], message: frozenset[str],
+                             parents: tuple[str, ...], layer_nodes: frozenset[str]) -> float:
+        """What the cluster-layers of the next layer to build pay, beyond the other parts
+        of the bound, for holding ``parents``: two or more unplaced parents of the placed
+        cluster-layer ``nodes`` (message ``message``), all in that layer, whose unplaced
+        nodes are ``layer_nodes``. Parents apart: each cluster-layer that holds some of
+        them, but not the first (``parents[0]``, whose absorption ``absorption_lower_bound``
+        charges), absorbs the message again. Parents together: the cluster-layer's first elimination
+        finds them all in its scope (``_grouping_excess``). The least over the ways to
+        group them (proof in docs/cost-model.md)."""
+        if len(parents) > MOST_GROUPED_PARENTS:
+            return 0.0
+        add = self.addition
+        size = _size(graph, message)
+        most = _size(graph, message - nodes)
+        first = parents[0]
+        cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in layer_nodes}
+
+        def again(group: list[str]) -> float:
+            """A further absorption of the message by the cluster-layer holding ``group``."""
+            if first in group:
+                return 0.0
+            near = set(group).union(*(graph.parents[x] for x in group))
+            return _least_absorption(add, size, _size(graph, message & near), most)
+
+        return min(sum(again(group) + _grouping_excess(graph, group, layer_nodes, cpt) for group in groups)
+                   for groups in _set_partitions(list(parents)))
+
 
 def leaves_no_cycles(model: Any) -> bool:
     """Whether evaluating ``model`` (and its bound hooks) leaves no reference cycles for
     Python's garbage collector to find: true of the built-in model, which builds only
     sets, tuples and numbers; a user model is not assumed to be so."""
     return type(model) is DcmapCost
+
+
+def _least_absorption(add: float, size: int, kept_least: int, kept_most: int) -> float:
+    """The least of ``a(|J| - |m|) + |m|`` (marginalising message ``J`` and multiplying
+    in what is kept, ``m``, at least) over ``kept_least <= |m| <= kept_most``: it is linear
+    in ``|m|``, so the least is at an end."""
+    return min(_weighted(add, size - m) + _as_float(m) for m in (kept_least, kept_most))
 
 
 def _grouping_excess(graph: Network, group: list[str], others: Iterable[str], cpt: dict[str, int]) -> float:
@@ -449,7 +489,7 @@ class FunctionCost:
 
 
 HOOKS = ("node_lower_bounds", "absorber_lower_bounds", "absorbed_lower_bounds", "absorption_lower_bound",
-         "message_lower_bound", "estimate")
+         "grouping_lower_bound", "message_lower_bound", "estimate")
 
 
 class UserCost:
@@ -519,6 +559,11 @@ class UserCost:
     def _checked_absorption_lower_bound(self, graph: Network, absorber: str, children: tuple) -> float:
         return self._number("absorption_lower_bound", absorber,
                             self._call("absorption_lower_bound", absorber, graph, absorber, children))
+
+    def _checked_grouping_lower_bound(self, graph: Network, nodes: frozenset[str], message: Hashable,
+                                      parents: tuple[str, ...], layer_nodes: frozenset[str]) -> float:
+        return self._number("grouping_lower_bound", nodes,
+                            self._call("grouping_lower_bound", nodes, graph, nodes, message, parents, layer_nodes))
 
     def _checked_estimate(self, graph: Network, nodes: frozenset[str]) -> float:
         return self._number("estimate", None, self._call("estimate", None, graph, nodes))

@@ -490,6 +490,65 @@ def test_the_absorptions_of_placed_cluster_layers_cost_at_least_their_bound():
     assert checks > 100_000 and tight > 50_000 and ordered > 20_000
 
 
+def test_parents_apart_or_together_cost_at_least_their_grouping_bound():
+    # the contract of grouping_lower_bound: in every mapping, for a cluster-layer K below
+    # and any set of whole cluster-layers of a layer L above it (the unplaced part of the
+    # next layer to build) holding two or more parents of K, those cluster-layers pay at
+    # least the bound in further absorptions of K's message (all but the one holding the
+    # first parent) and in the excess of the first elimination of those holding two or
+    # more of them, counted by the oracle
+    rng = random.Random(9)
+    models = [DcmapCost(), DcmapCost(order="paper"), DcmapCost(addition=1.5), DcmapCost(addition=0.0)]
+    checks = tight = 0
+    for seed in range(80):
+        network = random_network(seed, 4, 8) if seed % 2 else layered_network(seed)
+        if seed % 3 == 0:
+            network = network.with_observed(network.nodes[:1])
+        topo = Topology(network)
+        layer = layers(network)
+        mappings = list(enumerate_mappings(network))
+        mappings = rng.sample(mappings, 60) if len(mappings) > 60 else mappings
+        for model in models:
+            for mapping in mappings:
+                terms = absorption_terms(network, [topo.names(c) for c in mapping], model)
+                absorb, first = terms["absorb"], terms["first"]
+                for K in terms["message"]:
+                    above = {P for P, K2 in absorb if K2 == K}
+                    for L in {layer[next(iter(P))] for P in above}:
+                        level = [P for P in first if layer[next(iter(P))] == L]
+                        for r in range(1, len(level) + 1):
+                            for unplaced in itertools.combinations(level, r):
+                                nodes = frozenset().union(*unplaced)
+                                parents = tuple(x for x in network.nodes
+                                                if x in nodes and any(x in network.parents[y] for y in K))
+                                if len(parents) < 2:
+                                    continue
+                                cost = sum(absorb[(P, K)][0] for P in unplaced if P in above and parents[0] not in P)
+                                cost += sum(first[P] for P in unplaced if len(P & set(parents)) >= 2)
+                                bound = model.grouping_lower_bound(network, K, terms["message"][K], parents, nodes)
+                                assert bound <= cost + 1e-9 * max(1.0, cost), (
+                                    network.edges, mapping, sorted(K), parents, sorted(nodes))
+                                checks += 1
+                                tight += bound > 0 and math.isclose(bound, cost)
+    assert checks > 20_000 and tight > 2_000
+
+
+def test_the_grouping_bound_takes_the_cheaper_of_apart_and_together():
+    # hailfinder's top: CombVerMo's message holds its three parents (4 states each, roots),
+    # all in the last layer. Together, the first elimination multiplies the other two in
+    # (4 (16 - 1) = 60); all apart, two more absorptions of the 64-entry message that keep
+    # 4 entries each (0.6 (64 - 4) + 4 = 40 each); the other two together, one more
+    # absorption keeping 16 entries (0.6 (64 - 16) + 16) and an excess of 4 (4 - 1) = 56.8;
+    # cheapest: the first with one other (an excess of 12), the third apart (40)
+    states = {"N0": 4, "Subj": 4, "QG": 4, "Comb": 3}
+    network = Network("top", list(states), states, [("N0", "Comb"), ("Subj", "Comb"), ("QG", "Comb")])
+    model = DcmapCost()
+    message = frozenset({"N0", "Subj", "QG"})
+    bound = model.grouping_lower_bound(network, frozenset({"Comb"}), message, ("N0", "Subj", "QG"),
+                                       frozenset({"N0", "Subj", "QG"}))
+    assert bound == pytest.approx(12 + 0.6 * 60 + 4)
+
+
 def test_the_absorption_bound_takes_the_cheapest_order_of_absorption():
     # x (2 states, parent p of 3) absorbs the messages of y1 {x} and y2 {x, p}: alone,
     # 2 and 6 to multiply in; together the running scope holds {x, p} for whichever comes
@@ -721,6 +780,9 @@ class _Model:
     def absorption_lower_bound(self, graph, absorber, children):
         return self.spoil.get("absorption", 0.5)
 
+    def grouping_lower_bound(self, graph, nodes, message, parents, layer_nodes):
+        return self.spoil.get("grouping", 0.0)
+
     def absorber_lower_bounds(self, graph):
         return self.spoil.get("absorber", {x: 0.25 for x in graph.nodes})
 
@@ -739,6 +801,7 @@ def test_a_sound_user_model_passes_its_hooks_through(paper):
     assert model.node_lower_bounds(paper) == {x: 0.5 for x in paper.nodes}
     assert model.message_lower_bound(paper, frozenset("A"), frozenset("A")) == 0.0
     assert model.absorption_lower_bound(paper, "A", ((frozenset("D"), frozenset("A")),)) == 0.5
+    assert model.grouping_lower_bound(paper, frozenset("D"), frozenset("AB"), ("A", "B"), frozenset("ABC")) == 0.0
     assert model.absorber_lower_bounds(paper) == {x: 0.25 for x in paper.nodes}
     assert model.absorbed_lower_bounds(paper) == {}
     assert model.estimate(paper, frozenset("AB")) == 2.0
@@ -758,11 +821,12 @@ def test_a_sound_user_model_passes_its_hooks_through(paper):
     ({"bounds": {"A": float("nan")}}, "bounds", r"node_lower_bounds returned nan for node 'A'; expected a finite number"),
     ({"message_bound": None}, "message", r"message_lower_bound returned None for cluster-layer \['A'\]"),
     ({"absorption": float("inf")}, "absorption", r"absorption_lower_bound returned inf for node 'A'; expected a finite"),
+    ({"grouping": "x"}, "grouping", r"grouping_lower_bound returned 'x' for cluster-layer \['D'\]; expected a finite"),
     ({"absorber": [1.0]}, "absorber", r"absorber_lower_bounds returned \[1\.0\]; expected a dict"),
     ({"absorbed": {"A": "x"}}, "absorbed", r"absorbed_lower_bounds returned 'x' for node 'A'; expected a finite number"),
     ({"estimate": "boom"}, "estimate", r"estimate failed: RuntimeError: boom"),
 ], ids=["bare-cost", "unhashable-message", "infinite-cost", "bounds-not-a-dict", "bounds-unknown-node",
-        "bounds-nan", "message-bound-none", "absorption-inf", "absorber-not-a-dict", "absorbed-not-a-number", "estimate-raises"])
+        "bounds-nan", "message-bound-none", "absorption-inf", "grouping-not-a-number", "absorber-not-a-dict", "absorbed-not-a-number", "estimate-raises"])
 def test_malformed_user_model_answers(paper, spoil, call, message):
     model = load_cost(_Model(**spoil))
     calls = {
@@ -770,6 +834,8 @@ def test_malformed_user_model_answers(paper, spoil, call, message):
         "bounds": lambda: model.node_lower_bounds(paper),
         "message": lambda: model.message_lower_bound(paper, frozenset("A"), frozenset("A")),
         "absorption": lambda: model.absorption_lower_bound(paper, "A", ((frozenset("D"), frozenset("A")),)),
+        "grouping": lambda: model.grouping_lower_bound(paper, frozenset("D"), frozenset("AB"), ("A", "B"),
+                                                       frozenset("ABC")),
         "absorber": lambda: model.absorber_lower_bounds(paper),
         "absorbed": lambda: model.absorbed_lower_bounds(paper),
         "estimate": lambda: model.estimate(paper, frozenset("AB")),

@@ -56,9 +56,10 @@ class LowerBound:
         # of a node set (a memo)
         self._absorbers = Memo(lambda rest: Memo(
             lambda members: self._absorbers_of(parents_of[members] & rest, rest)))
-        # (frontier cluster-layer, its parents in the next layer, unplaced nodes) -> what
-        # the cluster-layers of that layer pay for holding those parents apart or together
-        self._groupings = _grouping_bounds(model, graph, topo)
+        # (frontier cluster-layer, the unplaced nodes of the next layer to build) -> what
+        # that layer's cluster-layers pay for holding its parents there apart or together
+        self._groupings = _grouping_bounds(model, graph, topo, parents_of)
+        self._next_layers = Memo(lambda rest: _next_layer(topo, rest))  # unplaced -> the next layer's
 
     def __call__(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:
         """The bound of a branch at ``layer`` with ``assigned`` and frontier ``cls``."""
@@ -73,6 +74,7 @@ class LowerBound:
         groupings = self._groupings
         if absorptions is not None or groupings is not None:
             absorbers = self._absorbers[rest]
+            next_layers = self._next_layers
             given: dict[int, list] = {}
             grouping = 0.0  # the largest grouping part: those of two children may overlap
             for item in cls:
@@ -84,7 +86,7 @@ class LowerBound:
                     else:
                         items.append(item)
                 if shared and groupings is not None:
-                    value = groupings[(item, shared, rest)]
+                    value = groupings[(item, next_layers[rest])]
                     if value > grouping:
                         grouping = value
             if absorptions is not None:
@@ -134,17 +136,17 @@ def _absorption_bounds(model: Any | None, graph: Network, topo: Topology) -> Mem
     return Memo(lambda key: sum([per_child[item] for item in key[1]]))
 
 
-def _grouping_bounds(model: Any | None, graph: Network, topo: Topology) -> Memo | None:
-    """The memo of ``((members, message), parents, rest)`` -> the model's
-    ``grouping_lower_bound`` for a frontier cluster-layer whose unplaced parents
-    ``parents`` lie in the next layer to build (``rest``: every unplaced node), or None."""
+def _grouping_bounds(model: Any | None, graph: Network, topo: Topology, parents_of: Memo) -> Memo | None:
+    """The memo of ``((members, message), next_layer)`` -> the model's
+    ``grouping_lower_bound`` for a frontier cluster-layer with two or more parents among
+    ``next_layer``, the unplaced nodes of the next layer to build; or None."""
     grouping = getattr(model, "grouping_lower_bound", None)
     if grouping is None:
         return None
     nodes = topo.network.nodes
     return Memo(lambda key: grouping(graph, topo.names(key[0][0]), key[0][1],
-                                     tuple([nodes[i] for i in bits(key[1])]),
-                                     topo.names(_next_layer(topo, key[2]))))
+                                     tuple([nodes[i] for i in bits(parents_of[key[0][0]] & key[1])]),
+                                     topo.names(key[1])))
 
 
 def _next_layer(topo: Topology, rest: int) -> int:

@@ -39,6 +39,7 @@ which turns a failure or a malformed answer of the user's code into a
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import math
 import numbers
@@ -340,15 +341,20 @@ class DcmapCost:
         first = parents[0]
         cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in layer_nodes}
 
-        def again(group: list[str]) -> float:
-            """A further absorption of the message by the cluster-layer holding ``group``."""
+        def part(group: list[str]) -> float:
+            """A further absorption of the message by the cluster-layer holding ``group``,
+            unless it holds ``first``, and the excess of its first elimination."""
+            excess = _grouping_excess(graph, group, layer_nodes, cpt)
             if first in group:
-                return 0.0
+                return excess
             near = set(group).union(*(graph.parents[x] for x in group))
-            return _least_absorption(add, size, _size(graph, message & near), most)
+            return excess + _least_absorption(add, size, _size(graph, message & near), most)
 
-        return min(sum(again(group) + _grouping_excess(graph, group, layer_nodes, cpt) for group in groups)
-                   for groups in _set_partitions(list(parents)))
+        parts = {}  # each group's part, computed once (a group is in many groupings)
+        for count in range(1, len(parents) + 1):
+            for group in itertools.combinations(parents, count):
+                parts[group] = part(list(group))
+        return min(sum(parts[tuple(group)] for group in groups) for groups in _set_partitions(list(parents)))
 
 
 def leaves_no_cycles(model: Any) -> bool:

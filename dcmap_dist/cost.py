@@ -296,21 +296,35 @@ class DcmapCost:
         and every ``m`` absorbed before it. The least total over the orders of absorption.
         """
         add = self.addition
-        near = {absorber, *graph.parents[absorber]}
-        absorptions = []  # (least cost alone, marginalising at most, the least m)
+        # the nodes an absorbed message can share with the scope, as bits
+        near = {x: 1 << i for i, x in enumerate((absorber, *graph.parents[absorber]))}
+        cards = [graph.card(x) for x in near]
+        sizes: dict[int, float] = {}  # a set of near nodes (bits) -> its size
+
+        def scope(shared: int) -> float:
+            got = sizes.get(shared)
+            if got is None:
+                got = sizes[shared] = _as_float(math.prod(cards[i] for i in range(len(cards)) if shared >> i & 1))
+            return got
+
+        absorptions = []  # (least cost alone, marginalising at most, the least m as bits)
+        union = 0
         for nodes, message in children:
             size = _size(graph, message)
-            shared = message & near
+            shared = sum(near[x] for x in message if x in near)
             most = _size(graph, message - nodes)
-            alone = _least_absorption(add, size, _size(graph, shared), most)
-            absorptions.append((alone, _weighted(add, size - most), shared))
-        if len(absorptions) > MOST_ORDERED_ABSORPTIONS:
-            return sum(alone for alone, _, _ in absorptions)
+            absorptions.append((_least_absorption(add, size, _size(graph, [x for x in message if x in near]), most),
+                                _weighted(add, size - most), shared))
+            union |= shared
+        alone_total = sum(alone for alone, _, _ in absorptions)
+        if (len(absorptions) > MOST_ORDERED_ABSORPTIONS
+                or all(marginalise + scope(union) <= alone for alone, marginalise, _ in absorptions)):
+            return alone_total  # the order cannot raise any absorption above its least alone
         # least[T]: the least cost of absorbing the set T first (a bit mask over
         # absorptions); the last of T finds the scope holding every other m of T
         count = len(absorptions)
         least = [0.0] * (1 << count)
-        held: list[frozenset[str]] = [frozenset()] * (1 << count)
+        held = [0] * (1 << count)
         for subset in range(1, 1 << count):
             low = subset & -subset
             held[subset] = held[subset ^ low] | absorptions[low.bit_length() - 1][2]
@@ -318,7 +332,7 @@ class DcmapCost:
             for i, (alone, marginalise, shared) in enumerate(absorptions):
                 if subset >> i & 1:
                     before = subset ^ (1 << i)
-                    cost = max(alone, marginalise + _as_float(_size(graph, held[before] | shared)))
+                    cost = max(alone, marginalise + scope(held[before] | shared))
                     best = min(best, least[before] + cost)
             least[subset] = best
         return least[-1]

@@ -439,17 +439,25 @@ def check_absorption_bounds(network: Network, mappings: list, model: DcmapCost) 
     return checks, tight
 
 
-def test_each_part_of_the_absorption_bounds_holds_in_every_mapping():
-    rng = random.Random(5)
-    models = [DcmapCost(), DcmapCost(order="paper"), DcmapCost(addition=1.5), DcmapCost(addition=0.0)]
-    checks = tight = 0
-    for seed in range(120):
-        network = random_network(seed, 4, 8) if seed % 2 else layered_network(seed)
-        if seed % 3 == 0:
+ORACLE_MODELS = [DcmapCost(), DcmapCost(order="paper"), DcmapCost(addition=1.5), DcmapCost(addition=0.0)]
+
+
+def oracle_networks(count: int, most: int, seed: int):
+    """``count`` random networks (every other one layered, every third with an observed
+    node), each with at most ``most`` of its feasible mappings (a seeded sample)."""
+    rng = random.Random(seed)
+    for index in range(count):
+        network = random_network(index, 4, 8) if index % 2 else layered_network(index)
+        if index % 3 == 0:
             network = network.with_observed(network.nodes[:1])
         mappings = list(enumerate_mappings(network))
-        mappings = rng.sample(mappings, 150) if len(mappings) > 150 else mappings
-        for model in models:
+        yield network, (rng.sample(mappings, most) if len(mappings) > most else mappings)
+
+
+def test_each_part_of_the_absorption_bounds_holds_in_every_mapping():
+    checks = tight = 0
+    for network, mappings in oracle_networks(120, 150, seed=5):
+        for model in ORACLE_MODELS:
             got = check_absorption_bounds(network, mappings, model)
             checks, tight = checks + got[0], tight + got[1]
     assert checks > 30000 and tight > 1000  # the parts are often exactly what they claim
@@ -460,17 +468,10 @@ def test_the_absorptions_of_placed_cluster_layers_cost_at_least_their_bound():
     # holds the absorber pays at least the bound to absorb the children given to it
     # (any set of P's child cluster-layers that hold a child of the absorber), counted
     # by the oracle; the search gives each child to one absorber per layer
-    rng = random.Random(7)
-    models = [DcmapCost(), DcmapCost(order="paper"), DcmapCost(addition=1.5), DcmapCost(addition=0.0)]
     checks = tight = ordered = 0
-    for seed in range(80):
-        network = random_network(seed, 4, 8) if seed % 2 else layered_network(seed)
-        if seed % 3 == 0:
-            network = network.with_observed(network.nodes[:1])
+    for network, mappings in oracle_networks(80, 60, seed=7):
         topo = Topology(network)
-        mappings = list(enumerate_mappings(network))
-        mappings = rng.sample(mappings, 60) if len(mappings) > 60 else mappings
-        for model in models:
+        for model in ORACLE_MODELS:
             for mapping in mappings:
                 terms = absorption_terms(network, [topo.names(c) for c in mapping], model)
                 for P in {P for P, _ in terms["absorb"]}:
@@ -497,18 +498,11 @@ def test_parents_apart_or_together_cost_at_least_their_grouping_bound():
     # least the bound in further absorptions of K's message (all but the one holding the
     # first parent) and in the excess of the first elimination of those holding two or
     # more of them, counted by the oracle
-    rng = random.Random(9)
-    models = [DcmapCost(), DcmapCost(order="paper"), DcmapCost(addition=1.5), DcmapCost(addition=0.0)]
     checks = tight = 0
-    for seed in range(80):
-        network = random_network(seed, 4, 8) if seed % 2 else layered_network(seed)
-        if seed % 3 == 0:
-            network = network.with_observed(network.nodes[:1])
+    for network, mappings in oracle_networks(80, 60, seed=9):
         topo = Topology(network)
         layer = layers(network)
-        mappings = list(enumerate_mappings(network))
-        mappings = rng.sample(mappings, 60) if len(mappings) > 60 else mappings
-        for model in models:
+        for model in ORACLE_MODELS:
             for mapping in mappings:
                 terms = absorption_terms(network, [topo.names(c) for c in mapping], model)
                 absorb, first = terms["absorb"], terms["first"]

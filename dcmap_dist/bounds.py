@@ -3,7 +3,7 @@
 
 A branch at ``layer`` has placed every node below that layer, and the nodes
 ``assigned`` of it (``assigned == -1``: all of it). The cost of the cluster-layers
-still to be built is at least the sum of four parts, each from an optional hook of
+still to be built is at least the sum of five parts, each from an optional hook of
 the cost model (a model without a hook contributes nothing for it):
 
 * ``node_lower_bounds(graph)``: every unplaced node's own terms;
@@ -13,6 +13,10 @@ the cost model (a model without a hook contributes nothing for it):
   for every layer that holds such parents, to the first of them (in input order): that
   node's cluster-layer absorbs its message. Each layer holds a different absorber, and
   two children given to one node are two absorptions by one cluster-layer;
+* ``grouping_lower_bound(graph, nodes, message, parents, layer_nodes)``: for a placed
+  cluster-layer with two or more unplaced parents in the next layer to build, what that
+  layer pays for holding them apart (more absorptions) or together (a larger first
+  elimination); the largest over the frontier, as two of them may charge one elimination;
 * ``absorber_lower_bounds(graph)``: for every unplaced node, once per layer that holds
   unplaced children of it (its cluster-layer absorbs a message from each such layer);
 * ``absorbed_lower_bounds(graph)``: for every layer with unplaced nodes, the largest

@@ -55,6 +55,7 @@ class LowerBound:
         self._above = [sum(whole[l + 1:]) for l in range(topo.l_max + 1)]
         # (absorber, frontier cluster-layers given to it) -> what absorbing them costs, at least
         self._absorptions = _absorption_bounds(model, graph, topo)
+        self._next_layers = Memo(lambda rest: _next_layer(topo, rest))  # unplaced -> the next layer's
         # unplaced nodes -> (a cluster-layer's members -> the absorbers of its message, and
         # its parents in the next layer to build if two or more); parents_of: all parents
         # of a node set (a memo)
@@ -63,7 +64,6 @@ class LowerBound:
         # (frontier cluster-layer, the unplaced nodes of the next layer to build) -> what
         # that layer's cluster-layers pay for holding its parents there apart or together
         self._groupings = _grouping_bounds(model, graph, topo, parents_of)
-        self._next_layers = Memo(lambda rest: _next_layer(topo, rest))  # unplaced -> the next layer's
 
     def __call__(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:
         """The bound of a branch at ``layer`` with ``assigned`` and frontier ``cls``."""
@@ -110,7 +110,7 @@ class LowerBound:
             i = (nodes & -nodes).bit_length() - 1
             first.append(i)
             nodes &= ~topo.layer_mask[topo.layer[i]]
-        shared = parents & _next_layer(topo, rest)
+        shared = parents & self._next_layers[rest]
         return tuple(first), shared if shared & (shared - 1) else 0
 
     def _unplaced_part(self, unplaced: int) -> float:

@@ -299,12 +299,12 @@ class DcmapCost:
         # the nodes an absorbed message can share with the scope, as bits
         near = {x: 1 << i for i, x in enumerate((absorber, *graph.parents[absorber]))}
         cards = [graph.card(x) for x in near]
-        sizes: dict[int, float] = {}  # a set of near nodes (bits) -> its size
+        sizes: dict[int, int] = {}  # a set of near nodes (bits) -> its size, exact
 
-        def scope(shared: int) -> float:
+        def scope(shared: int) -> int:
             got = sizes.get(shared)
             if got is None:
-                got = sizes[shared] = _as_float(math.prod(cards[i] for i in range(len(cards)) if shared >> i & 1))
+                got = sizes[shared] = math.prod(cards[i] for i in range(len(cards)) if shared >> i & 1)
             return got
 
         absorptions = []  # (least cost alone, marginalising at most, the least m as bits)
@@ -313,13 +313,11 @@ class DcmapCost:
             size = _size(graph, message)
             shared = sum(near[x] for x in message if x in near)
             most = _size(graph, message - nodes)
-            absorptions.append((_least_absorption(add, size, _size(graph, [x for x in message if x in near]), most),
-                                _weighted(add, size - most), shared))
+            absorptions.append((_least_absorption(add, size, scope(shared), most), _weighted(add, size - most), shared))
             union |= shared
-        alone_total = sum(alone for alone, _, _ in absorptions)
         if (len(absorptions) > MOST_ORDERED_ABSORPTIONS
-                or all(marginalise + scope(union) <= alone for alone, marginalise, _ in absorptions)):
-            return alone_total  # the order cannot raise any absorption above its least alone
+                or all(marginalise + _as_float(scope(union)) <= alone for alone, marginalise, _ in absorptions)):
+            return sum(alone for alone, _, _ in absorptions)  # no order raises one above its least alone
         # least[T]: the least cost of absorbing the set T first (a bit mask over
         # absorptions); the last of T finds the scope holding every other m of T
         count = len(absorptions)
@@ -332,7 +330,7 @@ class DcmapCost:
             for i, (alone, marginalise, shared) in enumerate(absorptions):
                 if subset >> i & 1:
                     before = subset ^ (1 << i)
-                    cost = max(alone, marginalise + scope(held[before] | shared))
+                    cost = max(alone, marginalise + _as_float(scope(held[before] | shared)))
                     best = min(best, least[before] + cost)
             least[subset] = best
         return least[-1]

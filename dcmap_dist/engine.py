@@ -79,6 +79,14 @@ class Branch:
     def layer_done(self) -> bool:
         return self.assigned == -1
 
+    def linked(self, record: int) -> Branch:
+        """This branch linked at ``record``, its history restarting there: moved to the
+        start of the next layer if it completed one, else where it stands."""
+        if self.assigned == -1:
+            return self.advanced(record)
+        return Branch(self.layer, self.assigned, self.comps, self.cls, self.cost, (record,), record,
+                      self.estimate, self.bound)
+
     def advanced(self, record: int | None = None) -> Branch:
         """This completed branch moved to the start of the next layer. Linked at record
         ``record``, its history restarts there; unlinked, it keeps its trail."""
@@ -108,9 +116,9 @@ class Problem:
         self.children_of = Memo(lambda mask: union_of(topo.children, mask))  # all its children
         self.closures = Memo(self._closures_of)
         self._singleton_messages: dict[int, Hashable] = {}
-        # descendants of the nodes above each layer: the only placed nodes a future
-        # contiguity check can reach
-        self._reach_above = [union_of(topo.desc, topo.above[l]) for l in range(topo.l_max + 1)]
+        # descendants of the unplaced nodes: the only placed nodes a future contiguity
+        # check can reach
+        self._reach = Memo(lambda rest: union_of(topo.desc, rest))
         self._estimates: dict[int, float] = {}
         self._estimator = getattr(model, "estimate", None)
         # bound(layer, assigned, cls): the admissible bound on the cost still to come
@@ -398,40 +406,57 @@ class Problem:
         return sorted([item for item in items if self.parents_of[item[0]] & above])
 
     def link_key(self, branch: Branch) -> tuple:
-        """Dominance key of a completed layer: what any future cost or feasibility
-        check can read, so branches with equal keys have identical futures.
+        """Dominance key of a branch: what any future cost or feasibility check can read,
+        so branches with equal keys have identical futures.
 
-        ``full`` is SPEC 5's known-sound key: the open components' membership and the
-        frontier cluster-layers with their messages. ``lean`` (default) keeps, per
-        open component, its frontier cluster-layers with their messages and the
-        placed nodes outside it that are both its ancestors and reachable from an
-        unplaced node (a future join through one would break contiguity), plus which
-        pairs of open components can never be merged (a shared layer, an arc between
-        them, or a path from one to the other through outside nodes). The argument is
-        in docs/search.md; tests compare both keys with brute force.
+        Of a completed layer, ``full`` is SPEC 5's known-sound key: the open components'
+        membership and the frontier cluster-layers with their messages. ``lean``
+        (default) keeps, per open component, its frontier cluster-layers with their
+        messages and the placed nodes outside it that are both its ancestors and
+        reachable from an unplaced node (a future join through one would break
+        contiguity), plus which pairs of open components can never be merged (a shared
+        layer, an arc between them, or a path from one to the other through outside
+        nodes). The argument is in docs/search.md; tests compare both keys with brute
+        force.
+
+        Inside a layer (``assigned`` not -1) the key is the same over the components and
+        cluster-layers that an unplaced node still reads, headed by
+        ``(layer, assigned)`` and, for ``lean``, a mask of the components fixed at this
+        layer (docs/search.md, "Linking inside a layer").
         """
-        if self.key == "full":
-            return (branch.layer, branch.comps, branch.cls)
+        topo = self.topo
         layer = branch.layer
-        reach = self._reach_above[layer]
-        placed = self.topo.upto[layer]
-        cls = branch.cls
+        if branch.layer_done:
+            rest = topo.above[layer]
+            comps, cls = branch.comps, branch.cls
+        else:
+            rest = topo.above[layer] | (topo.layer_mask[layer] & ~branch.assigned)
+            parents_of = self.parents_of
+            comps = tuple([comp for comp in branch.comps if parents_of[comp[0]] & rest])
+            cls = tuple([item for item in branch.cls if parents_of[item[0]] & rest])
+        if self.key == "full":
+            return (layer if branch.layer_done else (layer, branch.assigned)), comps, cls
         known = self.closures
         parts = []
-        for members, _ in branch.comps:
-            closure = known[members]
-            parts.append((tuple([c for c in cls if c[0] & members]), members, closure))
+        for members, fixed in comps:
+            parts.append((tuple([c for c in cls if c[0] & members]), members, known[members], fixed))
         parts.sort()
-        outside = [closure[0] & placed & ~members for _, members, closure in parts]
+        placed = ~rest
+        outside = [closure[0] & placed & ~members for _, members, closure, _ in parts]
         blocked = []
-        for i, (_, _, (_, descendants_i, touch_i, layers_i)) in enumerate(parts):
+        for i, (_, _, (_, descendants_i, touch_i, layers_i), _) in enumerate(parts):
             outside_i = outside[i]
             for j in range(i + 1, len(parts)):
-                _, members_j, (_, descendants_j, _, layers_j) = parts[j]
+                _, members_j, (_, descendants_j, _, layers_j), _ = parts[j]
                 if (layers_i & layers_j or touch_i & members_j
                         or descendants_i & outside[j] or descendants_j & outside_i):
                     blocked.append((i, j))
-        return layer, tuple([(part[0], out & reach) for part, out in zip(parts, outside)]), tuple(blocked)
+        reach = self._reach[rest]
+        kept = tuple([(part[0], out & reach) for part, out in zip(parts, outside)])
+        if branch.layer_done:
+            return layer, kept, tuple(blocked)
+        fixed = sum([1 << i for i, part in enumerate(parts) if part[3]])
+        return (layer, branch.assigned, fixed), kept, tuple(blocked)
 
     def _closures_of(self, members: int) -> tuple[int, int, int, int]:
         """Ancestors, descendants (outside ``members``), neighbours and layers of a node

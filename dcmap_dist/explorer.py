@@ -30,6 +30,10 @@ from .limits import SearchInterrupted, Stopwatch
 from .linking import CHEAPER, NEW, Improvement, LinkShard, route
 
 SENT_MEMORY = 1 << 18  # foreign keys whose best sent cost is remembered (a filter only)
+# linking inside a layer (see Explorer._link_inside)
+INSIDE_WINDOW = 1024  # settles per trial at one point of a layer
+INSIDE_YIELD = 4  # a trial pays when at least one in INSIDE_YIELD of its branches stops
+INSIDE_REST = 16  # after a trial that does not, skip INSIDE_REST trials' worth of branches
 
 
 class BranchQueue:
@@ -108,6 +112,7 @@ class Explorer:
         self.notices: list[int] = []  # records this shard dominated, for other actors (notify)
         self.outbox: dict[int, list[tuple[tuple, Branch]]] = {}
         self._sent: dict[tuple, float] = {}
+        self._gates: dict[tuple[int, int], list[int]] = {}  # see _link_inside
         self.iterations = 0
         self.iteration_offset = 0  # added to local counts in histories and the trace
         self.time_offset = 0.0  # seconds of the whole search when this step's clock started
@@ -117,8 +122,8 @@ class Explorer:
 
     # -- arrivals -------------------------------------------------------------
     def offer(self, key: tuple, branch: Branch) -> Branch | None:
-        """Settle a branch at a key this explorer owns; the branch advanced to its next
-        layer if it goes on, else None (tied, worse, or complete)."""
+        """Settle a branch at a key this explorer owns; the branch linked (advanced to its
+        next layer if it completed one) if it goes on, else None (tied, worse, or complete)."""
         outcome, record, dominated = self.shard.settle(key, branch.cost, branch.trail, self.stamp())
         if dominated is not None:
             self.dominated.add(dominated)
@@ -129,7 +134,7 @@ class Explorer:
         if key == self.final_key:
             self.improve(branch.cost, branch.trail)
             return None
-        return branch.advanced(record)
+        return branch.linked(record)
 
     def receive(self, arrivals: list[tuple[tuple, Branch]]) -> None:
         """Settle a batch of completions sent by other explorers; keep the survivors."""
@@ -213,6 +218,8 @@ class Explorer:
             for child in children:
                 if child.layer_done:
                     child = self._complete(child)
+                elif self.shard is not None:
+                    child = self._link_inside(child)
                 if child is not None:
                     survivors.append(child)
             if survivors:
@@ -220,6 +227,33 @@ class Explorer:
                 self.active = survivors[0]
                 for child in survivors[1:]:
                     queue.push(child)
+
+    def _link_inside(self, branch: Branch) -> Branch | None:
+        """Settle a branch inside its layer when this explorer owns its key and linking
+        pays at its point ``(layer, assigned)``; the branch (linked, or as it was) if it
+        goes on, else None. Each point links by windows of INSIDE_WINDOW settles; a
+        window that stops fewer than one in INSIDE_YIELD of them (ties and worse) turns
+        the point off for INSIDE_REST windows' worth of branches, then it tries again.
+        Which branches are linked changes only the work, never the result."""
+        point = (branch.layer, branch.assigned)
+        gate = self._gates.get(point)
+        if gate is None:
+            gate = self._gates[point] = [0, 0, 0]  # settled, stopped, branches left to skip
+        if gate[2]:
+            gate[2] -= 1
+            return branch
+        key = self.problem.link_key(branch)
+        if route(key, self.shards) != self.shard_index:
+            return branch  # another actor's key: not worth a message
+        survivor = self.offer(key, branch)
+        gate[0] += 1
+        if survivor is None:
+            gate[1] += 1
+        if gate[0] == INSIDE_WINDOW:
+            if gate[1] * INSIDE_YIELD < INSIDE_WINDOW:
+                gate[2] = INSIDE_WINDOW * INSIDE_REST
+            gate[0] = gate[1] = 0
+        return survivor
 
     def _complete(self, branch: Branch) -> Branch | None:
         """Hand a branch that completed a layer to its key's owner: settled here if this

@@ -1,8 +1,8 @@
-"""The link table (dominance between branches that completed the same layer) and
+"""The link table (dominance between branches at the same point of the search) and
 the tied histories that rebuild every optimal mapping.
 
-Branches that complete layer ``l`` with equal :meth:`Problem.link_key` have
-identical futures. The table keeps, per key, the best cost, a record id, and
+Branches with equal :meth:`Problem.link_key` (having completed the same layer, or
+placed the same nodes of one layer) have identical futures. The table keeps, per key, the best cost, a record id, and
 whether a cheaper arrival has since dominated that record. Every arrival at a key
 is decided by the table that owns the key:
 

@@ -1,8 +1,9 @@
 """The lean dominance key is exact, and each of its parts is needed.
 
 Weakening the key (dropping the pairwise merge blocks, or the reachable outside
-ancestors) must make the search disagree with brute force on some seeded random graph;
-the real key must agree on all of them. This shows the exactness tests can fail.
+ancestors), at completed layers or only inside a layer, must make the search disagree
+with brute force on some seeded random graph; the real key must agree on all of them.
+This shows the exactness tests can fail.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pickle
 import subprocess
 import sys
 import zlib
+from collections import Counter
 
 import pytest
 
@@ -36,35 +38,85 @@ def small_int_cost(ctx):
 MODELS = [DcmapCost("cpt"), FunctionCost(small_int_cost)]
 
 
-def optimal_sets(network: Network, model, scheme: str, method: str) -> tuple[float, set]:
-    result = solve(network, model, scheme, method)
+def optimal_sets(network: Network, model, scheme: str, method: str, key: str = "lean") -> tuple[float, set]:
+    result = solve(network, model, scheme, method, key=key)
     return round(result.optimal_cost, 6), {frozenset(map(frozenset, s.clusters)) for s in result.solutions}
 
 
-def count_disagreements(graphs: int, seed: int) -> int:
+def count_disagreements(graphs: int, seed: int, key: str = "lean") -> int:
     wrong = 0
     for k in range(graphs):
         network = random_network(seed + k)
         for model in MODELS:
             for scheme in ("merge", "single"):
-                if optimal_sets(network, model, scheme, "dcmap") != optimal_sets(network, model, scheme, "brute"):
+                if optimal_sets(network, model, scheme, "dcmap", key) != optimal_sets(network, model, scheme, "brute"):
                     wrong += 1
     return wrong
 
 
-def test_lean_key_agrees_with_brute_force():
+def test_lean_key_agrees_with_brute_force(monkeypatch):
+    settled = Counter()  # (inside a layer, outcome) -> arrivals
+
+    def counting(shard, key, *args):
+        outcome = settle(shard, key, *args)
+        settled[isinstance(key[0], tuple), outcome[0]] += 1
+        return outcome
+
+    settle = LinkShard.settle
+    monkeypatch.setattr(LinkShard, "settle", counting)
     assert count_disagreements(40, seed=2024) == 0
+    # the graphs link inside layers, and branches stop there (tied or worse)
+    assert settled[True, "tie"] > 20 and settled[True, "worse"] > 5, settled
 
 
+def test_linking_inside_layers_changes_no_result_on_larger_graphs(monkeypatch):
+    """On graphs too large for brute force (12 to 18 nodes, where many more branches
+    stop inside a layer), the search gives the same optimum, optimal partitions and
+    count with and without linking inside layers (the search without it agrees with
+    brute force above)."""
+    settled = Counter()
+
+    def counting(shard, key, *args):
+        outcome = settle(shard, key, *args)
+        settled[isinstance(key[0], tuple), outcome[0]] += 1
+        return outcome
+
+    def results() -> list:
+        got = []
+        for k in range(20):
+            network = random_network(7000 + k, 12, 18)
+            for model in MODELS:
+                for scheme in ("merge", "single"):
+                    result = solve(network, model, scheme)
+                    listed = {frozenset(map(frozenset, s.clusters)) for s in result.solutions}
+                    got.append((round(result.optimal_cost, 6), result.solution_count,
+                                listed if result.solutions_complete else None))  # else the first 10,000
+        return got
+
+    settle = LinkShard.settle
+    monkeypatch.setattr(LinkShard, "settle", counting)
+    linked = results()
+    assert settled[True, "tie"] > 1000 and settled[True, "worse"] > 200, settled
+    monkeypatch.setattr(Explorer, "_link_inside", lambda explorer, branch: branch)
+    assert results() == linked
+
+
+def test_full_key_agrees_with_brute_force():
+    assert count_disagreements(40, seed=4048, key="full") == 0
+
+
+@pytest.mark.parametrize("where", ["everywhere", "inside a layer"])
 @pytest.mark.parametrize("weakening", ["no merge blocks", "no outside ancestors"])
-def test_weakened_lean_key_is_caught(monkeypatch, weakening):
+def test_weakened_lean_key_is_caught(monkeypatch, weakening, where):
     # a subclass, since the compiled Problem's methods cannot be replaced on the class
     class Weakened(Problem):
         def link_key(self, branch):
-            layer, parts, blocked = super().link_key(branch)
+            head, parts, blocked = super().link_key(branch)
+            if where == "inside a layer" and branch.layer_done:
+                return head, parts, blocked
             if weakening == "no merge blocks":
-                return layer, parts, ()
-            return layer, tuple((frontier, 0) for frontier, _ in parts), blocked
+                return head, parts, ()
+            return head, tuple((frontier, 0) for frontier, _ in parts), blocked
 
     monkeypatch.setattr(importlib.import_module("dcmap_dist.solve"), "Problem", Weakened)
     assert count_disagreements(40, seed=2024) > 0

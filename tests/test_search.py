@@ -203,8 +203,8 @@ def test_paper_example_optimum(paper, order, scheme, method):
 # differently: here one iteration is one expanded proposal of the corrected search.
 PAPER_ITERATIONS = {
     # (scheme, method): (iterations, first_optimal_iteration)
-    ("merge", "dcmap"): (16, 10),
-    ("single", "dcmap"): (16, 10),
+    ("merge", "dcmap"): (10, 9),
+    ("single", "dcmap"): (10, 9),
     ("merge", "bfs"): (27, 27),
     ("single", "bfs"): (25, 25),
 }

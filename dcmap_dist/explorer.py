@@ -31,9 +31,10 @@ from .linking import CHEAPER, NEW, Improvement, LinkShard, route
 
 SENT_MEMORY = 1 << 18  # foreign keys whose best sent cost is remembered (a filter only)
 # linking inside a layer (see Explorer._link_inside)
-INSIDE_WINDOW = 1024  # settles per trial at one point of a layer
+INSIDE_WINDOW = 256  # settles per trial at one point of a layer
 INSIDE_YIELD = 4  # a trial pays when at least one in INSIDE_YIELD of its branches stops
-INSIDE_REST = 16  # after a trial that does not, skip INSIDE_REST trials' worth of branches
+INSIDE_REST = 16  # after a trial that does not, skip INSIDE_REST trials' worth of branches,
+INSIDE_REST_MOST = 1024  # twice as many after each further such trial, up to this
 
 
 class BranchQueue:
@@ -112,7 +113,7 @@ class Explorer:
         self.notices: list[int] = []  # records this shard dominated, for other actors (notify)
         self.outbox: dict[int, list[tuple[tuple, Branch]]] = {}
         self._sent: dict[tuple, float] = {}
-        self._gates: dict[tuple[int, int], list[int]] = {}  # see _link_inside
+        self._gates: dict[int, list[int]] = {}  # see _link_inside
         self.iterations = 0
         self.iteration_offset = 0  # added to local counts in histories and the trace
         self.time_offset = 0.0  # seconds of the whole search when this step's clock started
@@ -231,14 +232,16 @@ class Explorer:
     def _link_inside(self, branch: Branch) -> Branch | None:
         """Settle a branch inside its layer when this explorer owns its key and linking
         pays at its point ``(layer, assigned)``; the branch (linked, or as it was) if it
-        goes on, else None. Each point links by windows of INSIDE_WINDOW settles; a
-        window that stops fewer than one in INSIDE_YIELD of them (ties and worse) turns
-        the point off for INSIDE_REST windows' worth of branches, then it tries again.
-        Which branches are linked changes only the work, never the result."""
-        point = (branch.layer, branch.assigned)
+        goes on, else None. Each point links by trials of INSIDE_WINDOW settles; a trial
+        that stops fewer than one in INSIDE_YIELD of them (tied or worse) turns the
+        point off for INSIDE_REST trials' worth of branches, twice as long after each
+        further such trial (up to INSIDE_REST_MOST), then it tries again. Which branches
+        are linked changes only the work, never the result."""
+        point = branch.assigned or ~branch.layer  # (layer, assigned) as one int: assigned > 0 is within one layer
         gate = self._gates.get(point)
         if gate is None:
-            gate = self._gates[point] = [0, 0, 0]  # settled, stopped, branches left to skip
+            # settled and stopped in this trial, branches left to skip, trials to skip next
+            gate = self._gates[point] = [0, 0, 0, INSIDE_REST]
         if gate[2]:
             gate[2] -= 1
             return branch
@@ -251,7 +254,10 @@ class Explorer:
             gate[1] += 1
         if gate[0] == INSIDE_WINDOW:
             if gate[1] * INSIDE_YIELD < INSIDE_WINDOW:
-                gate[2] = INSIDE_WINDOW * INSIDE_REST
+                gate[2] = INSIDE_WINDOW * gate[3]
+                gate[3] = min(2 * gate[3], INSIDE_REST_MOST)
+            else:
+                gate[3] = INSIDE_REST
             gate[0] = gate[1] = 0
         return survivor
 

@@ -21,6 +21,7 @@ import pytest
 
 from dcmap_dist.cost import DcmapCost, FunctionCost
 from dcmap_dist.engine import Problem
+from dcmap_dist import explorer as explorer_module
 from dcmap_dist.explorer import Explorer
 from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.linking import LinkShard, route
@@ -95,6 +96,8 @@ def test_linking_inside_layers_changes_no_result_on_larger_graphs(monkeypatch):
 
     settle = LinkShard.settle
     monkeypatch.setattr(LinkShard, "settle", counting)
+    for trials_skipped in ("INSIDE_REST", "INSIDE_REST_MOST"):  # link every branch inside a layer
+        monkeypatch.setattr(explorer_module, trials_skipped, 0)
     linked = results()
     assert settled[True, "tie"] > 1000 and settled[True, "worse"] > 200, settled
     monkeypatch.setattr(Explorer, "_link_inside", lambda explorer, branch: branch)

@@ -222,55 +222,63 @@ class Problem:
         free = topo.layer_mask[layer] & ~branch.assigned
         below = tuple([c for c in branch.cls if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer])
         children = []
-        for joined, merged in itertools.islice(self._combos(branch, proposal, free, watch), most):
+        for joined, merged in self._combos(branch, proposal, free, watch, most):
             child = self._apply(branch, proposal, joined, merged, free, below, g_min)
             if child is not None:
                 children.append(child)
         return children
 
-    def _combos(self, branch: Branch, proposal: int, free: int,
-                watch: Stopwatch | None) -> Iterator[tuple[int, int]]:
+    def _combos(self, branch: Branch, proposal: int, free: int, watch: Stopwatch | None,
+                most: int | None = None) -> list[tuple[int, int]]:
         """Feasible ``(K, S)``: layer nodes ``K`` joining the proposal's component, and
-        the set ``S`` (bitmask over component indices, proposal included) merged with it.
-        With a ``watch``, every step checks the limits (raising SearchInterrupted)."""
+        the set ``S`` (bitmask over component indices, proposal included) merged with it;
+        the first ``most`` of them if given. With a ``watch``, every step checks the
+        limits (raising SearchInterrupted)."""
         comps = branch.comps
         members = comps[proposal][0]
         candidates = self.parents_of[members] & free
         if self.scheme == "single":
             up, down = self.closures[members][:2]
+            found = []
             for subset in iter_combos(bits(candidates), set(), set()):
                 if watch is not None:
                     watch.check_within()
                 joined = sum(1 << i for i in subset)
                 if not joined or not self._violators(joined | members, down, up, joined):
-                    yield joined, 1 << proposal
-            return
-        yield from self._merge_combos(branch, proposal, free, watch)
+                    found.append((joined, 1 << proposal))
+                    if len(found) == most:
+                        break
+            return found
+        return self._merge_combos(branch, proposal, free, watch, most)
 
     def _merge_combos(self, branch: Branch, proposal: int, free: int,
-                      watch: Stopwatch | None) -> Iterator[tuple[int, int]]:
+                      watch: Stopwatch | None, most: int | None) -> list[tuple[int, int]]:
         """Connected sets of layer nodes and unfixed components containing the proposal,
         in which the components have no arc and no layer in common and the union is
-        contiguous. Each set is generated once (extension-set enumeration); the lone
-        proposal, with no joiner, is the "not extended" combination."""
+        contiguous (the first ``most`` if given). Each set is generated once
+        (extension-set enumeration); the lone proposal, with no joiner, is the "not
+        extended" combination."""
         comps = branch.comps
         open_idx = [i for i, (_, fixed) in enumerate(comps) if not fixed]
         closures = {i: self.closures[comps[i][0]] for i in open_idx}
+        found: list[tuple[int, int]] = []
         # what every step of the enumeration reads, passed down (a nested function calling
         # itself would be a reference cycle, left to the garbage collector at every expansion)
-        context = (comps, open_idx, closures, free, watch, self.topo.children)
+        context = (comps, open_idx, closures, free, watch, self.topo.children, found, most)
         members = comps[proposal][0]
         up, down, _, layers_used = closures[proposal]
-        return self._grow(context, 0, 1 << proposal, members, layers_used, down, up,
-                          self.parents_of[members] & free, 0, 0, 1 << proposal)
+        self._grow(context, 0, 1 << proposal, members, layers_used, down, up,
+                   self.parents_of[members] & free, 0, 0, 1 << proposal)
+        return found
 
     def _grow(self, context: tuple, joined: int, merged: int, union: int, layers_used: int,
               down: int, up: int, cand_nodes: int, cand_comps: int, banned_nodes: int,
-              banned_comps: int) -> Iterator[tuple[int, int]]:
+              banned_comps: int) -> bool:
         """One step of :meth:`_merge_combos`: the combination ``(joined, merged)`` if it is
-        contiguous, then its extensions by the candidates not banned. ``down``, ``up``:
-        the descendants and ancestors of the merged components (not of ``joined``)."""
-        comps, open_idx, closures, free, watch, children = context
+        contiguous, then its extensions by the candidates not banned, added to the list
+        ``found``; True once it holds ``most``. ``down``, ``up``: the descendants and
+        ancestors of the merged components (not of ``joined``)."""
+        comps, open_idx, closures, free, watch, children, found, most = context
         if watch is not None:
             watch.check_within()
         violators = self._violators(joined | union, down, up, joined)
@@ -282,9 +290,11 @@ class Problem:
                 if not (merged | banned_comps) >> j & 1:
                     mendable |= comps[j][0]
             if violators & ~mendable:
-                return
+                return False
         else:
-            yield joined, merged
+            found.append((joined, merged))
+            if len(found) == most:
+                return True
         while cand_nodes or cand_comps:
             if cand_nodes:
                 low = cand_nodes & -cand_nodes
@@ -295,8 +305,9 @@ class Problem:
                     bit = 1 << j
                     if not (merged | cand_comps | banned_comps) & bit and children[i] & comps[j][0]:
                         new_comps |= bit
-                yield from self._grow(context, joined | low, merged, union, layers_used, down, up,
-                                      cand_nodes, cand_comps | new_comps, banned_nodes, banned_comps)
+                if self._grow(context, joined | low, merged, union, layers_used, down, up,
+                              cand_nodes, cand_comps | new_comps, banned_nodes, banned_comps):
+                    return True
                 banned_nodes |= low
             else:
                 bit = cand_comps & -cand_comps
@@ -308,9 +319,11 @@ class Problem:
                 if touch_j & union or layers_j & layers_used:
                     continue
                 new_nodes = self.parents_of[m] & free & ~(joined | cand_nodes | banned_nodes)
-                yield from self._grow(context, joined, merged | bit, union | m, layers_used | layers_j,
-                                      down | down_j, up | up_j, cand_nodes | new_nodes, cand_comps,
-                                      banned_nodes, banned_comps)
+                if self._grow(context, joined, merged | bit, union | m, layers_used | layers_j,
+                              down | down_j, up | up_j, cand_nodes | new_nodes, cand_comps,
+                              banned_nodes, banned_comps):
+                    return True
+        return False
 
     def _violators(self, union: int, down: int, up: int, joined: int) -> int:
         """The nodes that break the contiguity of ``union`` (outside it, with an ancestor

@@ -230,9 +230,10 @@ class Explorer:
                     queue.push(child)
 
     def _link_inside(self, branch: Branch) -> Branch | None:
-        """Settle a branch inside its layer when this explorer owns its key and linking
-        pays at its point ``(layer, assigned)``; the branch (linked, or as it was) if it
-        goes on, else None. Each point links by trials of INSIDE_WINDOW settles; a trial
+        """Settle a branch inside its layer, in this explorer's own shard whoever owns the
+        key, when linking pays at its point ``(layer, assigned)``; the branch (linked, or
+        as it was) if it goes on, else None. Such keys never travel: two explorers may
+        each hold a record of one key, which only links less (docs/distributed.md). Each point links by trials of INSIDE_WINDOW settles; a trial
         that stops fewer than one in INSIDE_YIELD of them (tied or worse) turns the
         point off for INSIDE_REST trials' worth of branches, twice as long after each
         further such trial (up to INSIDE_REST_MOST), then it tries again. Which branches
@@ -245,10 +246,7 @@ class Explorer:
         if gate[2]:
             gate[2] -= 1
             return branch
-        key = self.problem.link_key(branch)
-        if route(key, self.shards) != self.shard_index:
-            return branch  # another actor's key: not worth a message
-        survivor = self.offer(key, branch)
+        survivor = self.offer(self.problem.link_key(branch), branch)
         gate[0] += 1
         if survivor is None:
             gate[1] += 1

@@ -8,8 +8,9 @@ prunes it if its last link record was dominated or its bound cannot beat
 ``G_min``, expands it, and hands every child that completes a layer to the owner
 of its dominance key: itself when it holds that key's shard (the branch is
 settled at once and, if it goes on, stays here), else an outbox that the
-distributed search delivers in batches. The first (cheapest) surviving child
-stays active; the others wait in the queue.
+distributed search delivers in batches. A child still inside its layer is settled
+in this explorer's own shard, where linking there pays (:meth:`Explorer._link_inside`).
+The first (cheapest) surviving child stays active; the others wait in the queue.
 
 Serially one explorer holds the whole table, so every key is settled at once:
 this is the paper's loop with the two corrections of SPEC section 5.
@@ -123,8 +124,9 @@ class Explorer:
 
     # -- arrivals -------------------------------------------------------------
     def offer(self, key: tuple, branch: Branch) -> Branch | None:
-        """Settle a branch at a key this explorer owns; the branch linked (advanced to its
-        next layer if it completed one) if it goes on, else None (tied, worse, or complete)."""
+        """Settle a branch at ``key`` in this explorer's shard; the branch linked (advanced
+        to its next layer if it completed one) if it goes on, else None (tied, worse, or
+        complete)."""
         outcome, record, dominated = self.shard.settle(key, branch.cost, branch.trail, self.stamp())
         if dominated is not None:
             self.dominated.add(dominated)
@@ -233,12 +235,15 @@ class Explorer:
         """Settle a branch inside its layer, in this explorer's own shard whoever owns the
         key, when linking pays at its point ``(layer, assigned)``; the branch (linked, or
         as it was) if it goes on, else None. Such keys never travel: two explorers may
-        each hold a record of one key, which only links less (docs/distributed.md). Each point links by trials of INSIDE_WINDOW settles; a trial
-        that stops fewer than one in INSIDE_YIELD of them (tied or worse) turns the
-        point off for INSIDE_REST trials' worth of branches, twice as long after each
-        further such trial (up to INSIDE_REST_MOST), then it tries again. Which branches
-        are linked changes only the work, never the result."""
-        point = branch.assigned or ~branch.layer  # (layer, assigned) as one int: assigned > 0 is within one layer
+        each hold a record of one key, which only links less (docs/distributed.md).
+
+        Each point links by trials of INSIDE_WINDOW settles; a trial that stops fewer
+        than one in INSIDE_YIELD of them (tied or worse) turns the point off for
+        INSIDE_REST trials' worth of branches, twice as long after each further such
+        trial (up to INSIDE_REST_MOST), then it tries again. Which branches are linked
+        changes only the work, never the result."""
+        # the point as one int: a nonzero ``assigned`` lies within one layer
+        point = branch.assigned or ~branch.layer
         gate = self._gates.get(point)
         if gate is None:
             # settled and stopped in this trial, branches left to skip, trials to skip next

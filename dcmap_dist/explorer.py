@@ -233,17 +233,18 @@ class Explorer:
 
     def _link_inside(self, branch: Branch) -> Branch | None:
         """Settle a branch inside its layer, in this explorer's own shard whoever owns the
-        key, when linking pays at its point ``(layer, assigned)``; the branch (linked, or
-        as it was) if it goes on, else None. Such keys never travel: two explorers may
-        each hold a record of one key, which only links less (docs/distributed.md).
+        key, when linking pays at its point (its layer and how many nodes of it are
+        placed); the branch (linked, or as it was) if it goes on, else None. Such keys
+        never travel: two explorers may each hold a record of one key, which only links
+        less (docs/distributed.md).
 
         Each point links by trials of INSIDE_WINDOW settles; a trial that stops fewer
         than one in INSIDE_YIELD of them (tied or worse) turns the point off for
         INSIDE_REST trials' worth of branches, twice as long after each further such
         trial (up to INSIDE_REST_MOST), then it tries again. Which branches are linked
         changes only the work, never the result."""
-        # the point as one int: a nonzero ``assigned`` lies within one layer
-        point = branch.assigned or ~branch.layer
+        # the point as one int: the layer and how many of its nodes are placed
+        point = (branch.layer << 20) | branch.assigned.bit_count()
         gate = self._gates.get(point)
         if gate is None:
             # settled and stopped in this trial, branches left to skip, trials to skip next

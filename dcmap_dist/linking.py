@@ -2,9 +2,9 @@
 the tied histories that rebuild every optimal mapping.
 
 Branches with equal :meth:`Problem.link_key` (having completed the same layer, or
-placed the same nodes of one layer) have identical futures. The table keeps, per key, the best cost, a record id, and
-whether a cheaper arrival has since dominated that record. Every arrival at a key
-is decided by the table that owns the key:
+placed the same nodes of one layer) have identical futures. The table keeps, per key,
+the best cost, a record id, and whether a cheaper arrival has since dominated that
+record. Every arrival at a key is decided by the table that owns the key:
 
 * ``new``: no record yet; a record is made and the branch goes on;
 * ``cheaper``: the old record is marked dominated (branches below it are pruned

@@ -234,6 +234,8 @@ class Problem:
         the set ``S`` (bitmask over component indices, proposal included) merged with it;
         the first ``most`` of them if given. With a ``watch``, every step checks the
         limits (raising SearchInterrupted)."""
+        if most == 0:
+            return []
         comps = branch.comps
         members = comps[proposal][0]
         candidates = self.parents_of[members] & free

@@ -3,3 +3,4 @@
 cdef class LowerBound:
     cdef public object topo, _own, _absorbed, _absorbing, _unplaced, _above
     cdef public object _absorptions, _absorbers, _groupings, _next_layers
+    cdef public dict _known

@@ -64,9 +64,19 @@ class LowerBound:
         # (frontier cluster-layer, the unplaced nodes of the next layer to build) -> what
         # that layer's cluster-layers pay for holding its parents there apart or together
         self._groupings = _grouping_bounds(model, graph, topo, parents_of)
+        # (layer, assigned, cls) -> the bound: most children repeat one (99% on water)
+        self._known: dict[tuple, float] = {}
 
     def __call__(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:
         """The bound of a branch at ``layer`` with ``assigned`` and frontier ``cls``."""
+        key = (layer, assigned, cls)
+        bound = self._known.get(key)
+        if bound is None:
+            bound = self._known[key] = self._compute(layer, assigned, cls)
+        return bound
+
+    def _compute(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:
+        """The bound of ``__call__``, computed."""
         topo = self.topo
         bound = self._above[layer]
         rest = topo.above[layer]

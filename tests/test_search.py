@@ -352,6 +352,8 @@ def bound_violations(model, seeds) -> tuple[list[str], int, int]:
             records, leaves = walk_tree(problem)
             for branch, bound, best in records:
                 branches += 1
+                # the remembered bound is the bound computed afresh
+                assert bound == problem.bound._compute(branch.layer, branch.assigned, branch.cls)
                 assert best < math.inf
                 rest = best - branch.cost
                 if bound > rest + 1e-9 * max(1.0, abs(best)):

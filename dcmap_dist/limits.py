@@ -101,13 +101,9 @@ class Stopwatch:
 
     def check_within(self) -> None:
         """Inside a long inner loop: raise SearchInterrupted once a limit is reached
-        (the clock at every call, memory every ``every`` calls)."""
+        (checked every ``every`` calls: a call is a step of an expansion, a few
+        microseconds, so reading the clock at each took 2% of a search)."""
         self.inner += 1
-        if INTERRUPT.is_set():
-            raise SearchInterrupted("interrupted")
-        time_limit = self.limits.time_limit
-        if time_limit is not None and time.perf_counter() - self.start >= time_limit:
-            raise SearchInterrupted("time_limit")
         if self.inner % self.every == 0:
             reason = self.resources_exceeded()
             if reason:

@@ -222,8 +222,9 @@ class Problem:
         free = topo.layer_mask[layer] & ~branch.assigned
         below = tuple([c for c in branch.cls if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer])
         children = []
+        single_costs: dict[int, tuple[float, Hashable]] = {}  # node -> its own cluster-layer's (cost, message)
         for joined, merged in self._combos(branch, proposal, free, watch, most):
-            child = self._apply(branch, proposal, joined, merged, free, below, g_min)
+            child = self._apply(branch, proposal, joined, merged, free, below, single_costs, g_min)
             if child is not None:
                 children.append(child)
         return children
@@ -346,11 +347,13 @@ class Problem:
         return self._costs[(nodes, tuple([(m, m & cluster != 0, msg) for m, msg in cls if m & kids]))]
 
     def _apply(self, branch: Branch, proposal: int, joined: int, merged: int, free: int,
-               below: tuple[tuple[int, Hashable], ...], g_min: float = math.inf) -> Branch | None:
+               below: tuple[tuple[int, Hashable], ...], single_costs: dict[int, tuple[float, Hashable]],
+               g_min: float = math.inf) -> Branch | None:
         """The child branch of one combination, scored; None if its bound exceeds
         ``g_min`` (found from its cost and frontier before the rest of it is built).
         Layer nodes left with no unfixed component to join become their own
-        cluster-layers in the same step."""
+        cluster-layers in the same step; ``single_costs`` remembers their cost and
+        message for the expansion (every combination of it sees the same ``below``)."""
         comps = branch.comps
         cost = branch.cost
         cls = list(branch.cls)
@@ -373,9 +376,11 @@ class Problem:
                 reachable |= self.parents_of[members]
         singles = free & ~joined & ~reachable
         for i in bits(singles):
-            c, msg = self._new_cluster_layer(1 << i, 1 << i, below)
-            cost += c
-            cls.append((1 << i, msg))
+            single = single_costs.get(i)
+            if single is None:
+                single = single_costs[i] = self._new_cluster_layer(1 << i, 1 << i, below)
+            cost += single[0]
+            cls.append((1 << i, single[1]))
         layer = branch.layer
         assigned = branch.assigned | joined | singles
         done = assigned == self.topo.layer_mask[layer]

@@ -8,7 +8,8 @@ cdef class Problem:
     cpdef object _violators(self, object union, object down, object up, object joined)
     cpdef object _new_cluster_layer(self, object nodes, object cluster, object cls)
     cpdef object _apply(self, object branch, object proposal, object joined, object merged, object free,
-                        object below, dict single_costs, object g_min=*)
+                        object below, list unfixed, dict single_costs,
+                        object g_min=*)
     cpdef object link_key(self, object branch)
     cpdef object next_proposal(self, object branch)
     cpdef object _read_later(self, object items, object layer)

@@ -221,10 +221,13 @@ class Problem:
         layer = branch.layer
         free = topo.layer_mask[layer] & ~branch.assigned
         below = tuple([c for c in branch.cls if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer])
+        parents_of = self.parents_of
+        # (bit, parents) of each unfixed component, by index
+        unfixed = [(1 << j, parents_of[members]) for j, (members, fixed) in enumerate(branch.comps) if not fixed]
         children = []
         single_costs: dict[int, tuple[float, Hashable]] = {}  # node -> its own cluster-layer's (cost, message)
         for joined, merged in self._combos(branch, proposal, free, watch, most):
-            child = self._apply(branch, proposal, joined, merged, free, below, single_costs, g_min)
+            child = self._apply(branch, proposal, joined, merged, free, below, unfixed, single_costs, g_min)
             if child is not None:
                 children.append(child)
         return children
@@ -347,13 +350,14 @@ class Problem:
         return self._costs[(nodes, tuple([(m, m & cluster != 0, msg) for m, msg in cls if m & kids]))]
 
     def _apply(self, branch: Branch, proposal: int, joined: int, merged: int, free: int,
-               below: tuple[tuple[int, Hashable], ...], single_costs: dict[int, tuple[float, Hashable]],
-               g_min: float = math.inf) -> Branch | None:
+               below: tuple[tuple[int, Hashable], ...], unfixed: list[tuple[int, int]],
+               single_costs: dict[int, tuple[float, Hashable]], g_min: float = math.inf) -> Branch | None:
         """The child branch of one combination, scored; None if its bound exceeds
         ``g_min`` (found from its cost and frontier before the rest of it is built).
         Layer nodes left with no unfixed component to join become their own
         cluster-layers in the same step; ``single_costs`` remembers their cost and
-        message for the expansion (every combination of it sees the same ``below``)."""
+        message for the expansion (every combination of it sees the same ``below``).
+        ``unfixed``: the bit and the parents of each unfixed component."""
         comps = branch.comps
         cost = branch.cost
         cls = list(branch.cls)
@@ -371,9 +375,9 @@ class Problem:
             c, msg = self._new_cluster_layer(joined, union, below)
             cost += c
             cls.append((joined, msg))
-        for j, (members, fixed) in enumerate(comps):  # merged holds the proposal
-            if not fixed and not (merged >> j) & 1:
-                reachable |= self.parents_of[members]
+        for bit, parents in unfixed:  # merged holds the proposal
+            if not merged & bit:
+                reachable |= parents
         singles = free & ~joined & ~reachable
         for i in bits(singles):
             single = single_costs.get(i)

@@ -15,7 +15,7 @@ import json
 import warnings
 from pathlib import Path
 
-COMPILED = ("engine", "bounds", "explorer", "linking", "structure")  # setup.py compiles these
+COMPILED = ("engine", "bounds", "combinations", "explorer", "linking", "structure")  # setup.py compiles these
 BUILT_SOURCES = "built-sources.json"  # sha256 of each source when it was compiled
 PACKAGE = Path(__file__).resolve().parent
 

@@ -5,7 +5,6 @@ cdef class Problem:
     cdef public object key, use_bound, network, graph, model, scheme, topo
     cdef public object _costs, parents_of, children_of, closures
     cdef public object _singleton_messages, _reach, _estimates, _estimator, bound
-    cpdef object _violators(self, object union, object down, object up, object joined)
     cpdef object _new_cluster_layer(self, object nodes, object cluster, object cls)
     cpdef object _apply(self, object branch, object proposal, object joined, object merged, object free,
                         object below, list unfixed, dict single_costs,

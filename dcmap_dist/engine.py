@@ -19,21 +19,21 @@ floats) so it can be serialised and moved between processes:
 
 One expansion (one *iteration*) takes a proposal, "which nodes of ``layer``
 join component ``c``", and makes one child branch per feasible combination
-(:func:`generatecombos`), each fixing ``c``'s cluster-layer at ``layer``.
+(:func:`dcmap_dist.combinations.combinations`), each fixing ``c``'s cluster-layer at
+``layer``.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .cost import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
 from .limits import Stopwatch
 from .network import Network
 from .bounds import LowerBound
+from .combinations import combinations
 from .structure import Memo, Topology, bits, union_of
 
 TOLERANCE = 1e-9
@@ -43,21 +43,6 @@ LINK_KEYS = ("lean", "full")
 def within(cost: float, bound: float) -> bool:
     """``cost <= bound`` up to the relative tolerance of SPEC section 3."""
     return cost <= bound + TOLERANCE * abs(bound)
-
-
-def generatecombos(z: list[Any], z1: set[Any], z3: set[Any]) -> list[frozenset[Any]]:
-    """The paper's ``generatecombos``: nodes ``z`` proposed for one cluster, of which
-    ``z1`` can go nowhere else and ``z3`` are already mapped elsewhere. Every
-    combination is ``z1`` plus a subset of ``z2 = z - z1 - z3`` (``z1`` alone included)."""
-    return list(iter_combos(z, z1, z3))
-
-
-def iter_combos(z: list[Any], z1: set[Any], z3: set[Any]) -> Iterator[frozenset[Any]]:
-    """:func:`generatecombos` one combination at a time (there are ``2^|z2|``)."""
-    z2 = [x for x in z if x not in z1 and x not in z3]
-    for size in range(len(z2) + 1):
-        for subset in itertools.combinations(z2, size):
-            yield frozenset(z1) | frozenset(subset)
 
 
 @dataclass(slots=True)
@@ -226,121 +211,12 @@ class Problem:
         unfixed = [(1 << j, parents_of[members]) for j, (members, fixed) in enumerate(branch.comps) if not fixed]
         children = []
         single_costs: dict[int, tuple[float, Hashable]] = {}  # node -> its own cluster-layer's (cost, message)
-        for joined, merged in self._combos(branch, proposal, free, watch, most):
+        for joined, merged in combinations(branch.comps, proposal, free, self.scheme, topo, parents_of,
+                                           self.closures, watch, most):
             child = self._apply(branch, proposal, joined, merged, free, below, unfixed, single_costs, g_min)
             if child is not None:
                 children.append(child)
         return children
-
-    def _combos(self, branch: Branch, proposal: int, free: int, watch: Stopwatch | None,
-                most: int | None = None) -> list[tuple[int, int]]:
-        """Feasible ``(K, S)``: layer nodes ``K`` joining the proposal's component, and
-        the set ``S`` (bitmask over component indices, proposal included) merged with it;
-        the first ``most`` of them if given. With a ``watch``, every step checks the
-        limits (raising SearchInterrupted)."""
-        if most == 0:
-            return []
-        comps = branch.comps
-        members = comps[proposal][0]
-        candidates = self.parents_of[members] & free
-        if self.scheme == "single":
-            up, down = self.closures[members][:2]
-            found = []
-            for subset in iter_combos(bits(candidates), set(), set()):
-                if watch is not None:
-                    watch.check_within()
-                joined = sum(1 << i for i in subset)
-                if not joined or not self._violators(joined | members, down, up, joined):
-                    found.append((joined, 1 << proposal))
-                    if len(found) == most:
-                        break
-            return found
-        return self._merge_combos(branch, proposal, free, watch, most)
-
-    def _merge_combos(self, branch: Branch, proposal: int, free: int,
-                      watch: Stopwatch | None, most: int | None) -> list[tuple[int, int]]:
-        """Connected sets of layer nodes and unfixed components containing the proposal,
-        in which the components have no arc and no layer in common and the union is
-        contiguous (the first ``most`` if given). Each set is generated once
-        (extension-set enumeration); the lone proposal, with no joiner, is the "not
-        extended" combination."""
-        comps = branch.comps
-        open_idx = [i for i, (_, fixed) in enumerate(comps) if not fixed]
-        closures = {i: self.closures[comps[i][0]] for i in open_idx}
-        found: list[tuple[int, int]] = []
-        # what every step of the enumeration reads, passed down (a nested function calling
-        # itself would be a reference cycle, left to the garbage collector at every expansion)
-        context = (comps, open_idx, closures, free, watch, self.topo.children, found, most)
-        members = comps[proposal][0]
-        up, down, _, layers_used = closures[proposal]
-        self._grow(context, 0, 1 << proposal, members, layers_used, down, up,
-                   self.parents_of[members] & free, 0, 0, 1 << proposal)
-        return found
-
-    def _grow(self, context: tuple, joined: int, merged: int, union: int, layers_used: int,
-              down: int, up: int, cand_nodes: int, cand_comps: int, banned_nodes: int,
-              banned_comps: int) -> bool:
-        """One step of :meth:`_merge_combos`: the combination ``(joined, merged)`` if it is
-        contiguous, then its extensions by the candidates not banned, added to the list
-        ``found``; True once it holds ``most``. ``down``, ``up``: the descendants and
-        ancestors of the merged components (not of ``joined``)."""
-        comps, open_idx, closures, free, watch, children, found, most = context
-        if watch is not None:
-            watch.check_within()
-        violators = self._violators(joined | union, down, up, joined)
-        if violators:
-            # a violator lies below layer l: only merging its component can mend
-            # it; if that component can no longer be merged, nothing here can
-            mendable = 0
-            for j in open_idx:
-                if not (merged | banned_comps) >> j & 1:
-                    mendable |= comps[j][0]
-            if violators & ~mendable:
-                return False
-        else:
-            found.append((joined, merged))
-            if len(found) == most:
-                return True
-        while cand_nodes or cand_comps:
-            if cand_nodes:
-                low = cand_nodes & -cand_nodes
-                cand_nodes ^= low
-                i = low.bit_length() - 1
-                new_comps = 0
-                for j in open_idx:
-                    bit = 1 << j
-                    if not (merged | cand_comps | banned_comps) & bit and children[i] & comps[j][0]:
-                        new_comps |= bit
-                if self._grow(context, joined | low, merged, union, layers_used, down, up,
-                              cand_nodes, cand_comps | new_comps, banned_nodes, banned_comps):
-                    return True
-                banned_nodes |= low
-            else:
-                bit = cand_comps & -cand_comps
-                cand_comps ^= bit
-                banned_comps |= bit
-                j = bit.bit_length() - 1
-                m = comps[j][0]
-                up_j, down_j, touch_j, layers_j = closures[j]
-                if touch_j & union or layers_j & layers_used:
-                    continue
-                new_nodes = self.parents_of[m] & free & ~(joined | cand_nodes | banned_nodes)
-                if self._grow(context, joined, merged | bit, union | m, layers_used | layers_j,
-                              down | down_j, up | up_j, cand_nodes | new_nodes, cand_comps,
-                              banned_nodes, banned_comps):
-                    return True
-        return False
-
-    def _violators(self, union: int, down: int, up: int, joined: int) -> int:
-        """The nodes that break the contiguity of ``union`` (outside it, with an ancestor
-        and a descendant inside), given the closures ``down``/``up`` of all of it but
-        the layer nodes ``joined`` (a few, added here). Closures may leave out members:
-        members are never violators."""
-        topo = self.topo
-        for i in bits(joined):
-            down |= topo.desc[i]
-            up |= topo.anc[i]
-        return down & up & ~union
 
     def _new_cluster_layer(self, nodes: int, cluster: int,
                            cls: tuple[tuple[int, Hashable], ...]) -> tuple[float, Hashable]:

@@ -19,8 +19,9 @@ from collections import Counter
 
 import pytest
 
+from dcmap_dist.combinations import generatecombos
 from dcmap_dist.cost import DcmapCost, evaluate_mapping, load_cost
-from dcmap_dist.engine import Branch, Problem, generatecombos, joins_to_clusters
+from dcmap_dist.engine import Branch, Problem, joins_to_clusters
 from dcmap_dist.explorer import BranchQueue, Explorer
 from dcmap_dist.linking import LinkShard, trail_joins
 from dcmap_dist.limits import Limits, Stopwatch, memory_mb

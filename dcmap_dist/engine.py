@@ -210,7 +210,8 @@ class Problem:
         # (bit, parents) of each unfixed component, by index
         unfixed = [(1 << j, parents_of[members]) for j, (members, fixed) in enumerate(branch.comps) if not fixed]
         children = []
-        single_costs: dict[int, tuple[float, Hashable]] = {}  # node -> its own cluster-layer's (cost, message)
+        # node -> its own cluster-layer's cost and frontier item (members, message)
+        single_costs: dict[int, tuple[float, tuple[int, Hashable]]] = {}
         for joined, merged in combinations(branch.comps, proposal, free, self.scheme, topo, parents_of,
                                            self.closures, watch, most):
             child = self._apply(branch, proposal, joined, merged, free, below, unfixed, single_costs, g_min)
@@ -227,12 +228,12 @@ class Problem:
 
     def _apply(self, branch: Branch, proposal: int, joined: int, merged: int, free: int,
                below: tuple[tuple[int, Hashable], ...], unfixed: list[tuple[int, int]],
-               single_costs: dict[int, tuple[float, Hashable]], g_min: float = math.inf) -> Branch | None:
+               single_costs: dict[int, tuple[float, tuple[int, Hashable]]], g_min: float = math.inf) -> Branch | None:
         """The child branch of one combination, scored; None if its bound exceeds
         ``g_min`` (found from its cost and frontier before the rest of it is built).
         Layer nodes left with no unfixed component to join become their own
         cluster-layers in the same step; ``single_costs`` remembers their cost and
-        message for the expansion (every combination of it sees the same ``below``).
+        frontier item for the expansion (every combination of it sees the same ``below``).
         ``unfixed``: the bit and the parents of each unfixed component."""
         comps = branch.comps
         cost = branch.cost
@@ -258,9 +259,10 @@ class Problem:
         for i in bits(singles):
             single = single_costs.get(i)
             if single is None:
-                single = single_costs[i] = self._new_cluster_layer(1 << i, 1 << i, below)
+                c, msg = self._new_cluster_layer(1 << i, 1 << i, below)
+                single = single_costs[i] = (c, (1 << i, msg))
             cost += single[0]
-            cls.append((1 << i, single[1]))
+            cls.append(single[1])
         layer = branch.layer
         assigned = branch.assigned | joined | singles
         done = assigned == self.topo.layer_mask[layer]

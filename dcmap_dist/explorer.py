@@ -23,6 +23,7 @@ import heapq
 import math
 import random
 import time
+from operator import attrgetter
 from typing import Any
 
 from .cost import leaves_no_cycles
@@ -30,6 +31,7 @@ from .engine import Branch, Problem, within
 from .limits import SearchInterrupted, Stopwatch
 from .linking import CHEAPER, NEW, Improvement, LinkShard, route
 
+ESTIMATE = attrgetter("estimate")  # a branch's g_hat
 SENT_MEMORY = 1 << 18  # foreign keys whose best sent cost is remembered (a filter only)
 # linking inside a layer (see Explorer._link_inside)
 INSIDE_WINDOW = 256  # settles per trial at one point of a layer
@@ -226,7 +228,7 @@ class Explorer:
                 if child is not None:
                     survivors.append(child)
             if survivors:
-                survivors.sort(key=lambda b: b.estimate)
+                survivors.sort(key=ESTIMATE)
                 self.active = survivors[0]
                 for child in survivors[1:]:
                     queue.push(child)

@@ -150,11 +150,12 @@ def dcmap_search(
     proven = stop == "idle"
     if saver is not None and not proven:
         save()
+    final_bound = explorer.least_bound()  # a scan of every open branch: once
     if on_progress:
-        on_progress(progress(explorer, watch, explorer.least_bound()))
+        on_progress(progress(explorer, watch, final_bound))
     shard = explorer.shard
     return outcome(shard.entries.get(explorer.final_key), first, proven, "finished" if proven else stop,
-                   explorer.iterations, explorer.improvements, explorer.least_bound(), watch.peak_memory_mb,
+                   explorer.iterations, explorer.improvements, final_bound, watch.peak_memory_mb,
                    shard.lookup, len(shard.entries))
 
 

@@ -1,8 +1,11 @@
 # The compiled layout of engine.py's Problem: Cython reads this file beside the source and
 # pure Python ignores it (docs/search.md, "The engine's speed"). engine.py turns off
 # Cython's typing from annotations: its ``int`` hints mean Python ints of any size.
+from dcmap_dist.structure cimport Topology
+
 cdef class Problem:
-    cdef public object key, use_bound, network, graph, model, scheme, topo
+    cdef public object key, use_bound, network, graph, model, scheme
+    cdef public Topology topo
     cdef public object _costs, parents_of, children_of, closures
     cdef public object _singleton_messages, _reach, _estimates, _estimator, bound
     cpdef object _new_cluster_layer(self, object nodes, object cluster, object cls)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from decimal import Decimal
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -132,6 +131,7 @@ class Topology:
         self.network = network
         self._names: dict[int, frozenset[str]] = {}
         self.n = n = len(network.nodes)
+        self.all_nodes = (1 << n) - 1  # mask of every node
         index = network.index
         layer_of = layers(network)
         self.layer: list[int] = [layer_of[x] for x in network.nodes]
@@ -165,11 +165,6 @@ class Topology:
                 for p in bits(self.parents[i]):
                     a |= (1 << p) | self.anc[p]
                 self.anc[i] = a
-
-    @cached_property
-    def all_nodes(self) -> int:
-        """Mask of every node."""
-        return (1 << self.n) - 1
 
     def names(self, mask: int) -> frozenset[str]:
         """The node names of a mask (memoised: the search asks for the same sets often)."""

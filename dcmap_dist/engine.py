@@ -95,6 +95,9 @@ class Problem:
         self.scheme = scheme
         self.topo = topo = Topology(network)
         self._costs = Memo(self._evaluate)  # (nodes, children) -> (cost, message)
+        # each distinct message as one object: keys holding equal messages then compare
+        # them by identity (a frozenset compares element by element otherwise)
+        self._messages: dict[Hashable, Hashable] = {}
         # node-set facts, memoised (a hit is one dict lookup: these are read tens to
         # hundreds of times per iteration)
         self.parents_of = Memo(lambda mask: union_of(topo.parents, mask))  # all parents of a set
@@ -156,7 +159,7 @@ class Problem:
         layer = topo.layer[(nodes & -nodes).bit_length() - 1]
         ctx = CostContext(topo.names(nodes), layer, self.graph, sort_children(kids))
         value, message = self.model.evaluate(ctx)
-        return checked_cost(value, ctx), message
+        return checked_cost(value, ctx), self._messages.setdefault(message, message)
 
     # -- the search tree ----------------------------------------------------
     def root(self) -> Branch:

@@ -344,23 +344,26 @@ class Problem:
         known = self.closures
         parts = []
         for members, fixed in comps:
-            parts.append((tuple([c for c in cls if c[0] & members]), members, known[members], fixed))
+            items = tuple([c for c in cls if c[0] & members])
+            # headed by its first cluster-layer's mask: the parts' items are disjoint, so
+            # this orders them as their items would, comparing ints only
+            parts.append((items[0][0], items, members, known[members], fixed))
         parts.sort()
         placed = ~rest
-        outside = [closure[0] & placed & ~members for _, members, closure, _ in parts]
+        outside = [closure[0] & placed & ~members for _, _, members, closure, _ in parts]
         blocked = []
-        for i, (_, _, (_, descendants_i, touch_i, layers_i), _) in enumerate(parts):
+        for i, (_, _, _, (_, descendants_i, touch_i, layers_i), _) in enumerate(parts):
             outside_i = outside[i]
             for j in range(i + 1, len(parts)):
-                _, members_j, (_, descendants_j, _, layers_j), _ = parts[j]
+                _, _, members_j, (_, descendants_j, _, layers_j), _ = parts[j]
                 if (layers_i & layers_j or touch_i & members_j
                         or descendants_i & outside[j] or descendants_j & outside_i):
                     blocked.append((i, j))
         reach = self._reach[rest]
-        kept = tuple([(part[0], out & reach) for part, out in zip(parts, outside)])
+        kept = tuple([(part[1], out & reach) for part, out in zip(parts, outside)])
         if branch.layer_done:
             return layer, kept, tuple(blocked)
-        fixed = sum([1 << i for i, part in enumerate(parts) if part[3]])
+        fixed = sum([1 << i for i, part in enumerate(parts) if part[4]])
         return (layer, branch.assigned, fixed), kept, tuple(blocked)
 
     def _closures_of(self, members: int) -> tuple[int, int, int, int]:

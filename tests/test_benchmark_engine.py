@@ -65,3 +65,21 @@ def test_without_a_baseline_only_this_tree_runs(tmp_path):
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(open(output)))
     assert [(r["engine"], r["proven"], r["cost"], r["speedup"]) for r in rows] == [("new", "True", "68.8", "")]
+
+
+@pytest.mark.skipif(not ASIA.exists(), reason=f"{ASIA} is not here")
+def test_repeated_pairs_alternate_and_end_with_the_fastest_of_each(tmp_path):
+    output = tmp_path / "engine.csv"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--networks", "asia", "--time-limit", "30",
+                           "--baseline", "HEAD", "--repeat", "2", "--output", str(output)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(open(output)))
+    assert [r["engine"] for r in rows] == ["baseline", "new", "baseline", "new"]
+    assert all(r["proven"] == "True" and r["cost"] == "68.8" for r in rows)
+    baseline = min(float(r["wall_seconds"]) for r in rows if r["engine"] == "baseline")
+    new = min(float(r["wall_seconds"]) for r in rows if r["engine"] == "new")
+    assert f"asia: fastest of 2: baseline {baseline} s, new {new} s" in done.stdout
+    refused = subprocess.run([sys.executable, str(SCRIPT), "--networks", "asia", "--repeat", "0"],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "--repeat must be at least 1" in refused.stderr

@@ -35,7 +35,7 @@ from .structure import Memo, Topology, bits
 
 class LowerBound:
     """The bound of a branch from its ``layer``, ``assigned`` and frontier ``cls``:
-    ``bound(layer, assigned, cls)``. ``model`` None: the bound is 0 (no pruning)."""
+    ``lookup(layer, assigned, cls)``. ``model`` None: the bound is 0 (no pruning)."""
 
     def __init__(self, topo: Topology, graph: Network, model: Any | None,
                  parents_of: Memo) -> None:
@@ -67,8 +67,9 @@ class LowerBound:
         # (layer, assigned, cls) -> the bound: most children repeat one (99% on water)
         self._known: dict[tuple, float] = {}
 
-    def __call__(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:
-        """The bound of a branch at ``layer`` with ``assigned`` and frontier ``cls``."""
+    def lookup(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:
+        """The bound of a branch at ``layer`` with ``assigned`` and frontier ``cls``
+        (remembered; a C call from the compiled engine)."""
         key = (layer, assigned, cls)
         bound = self._known.get(key)
         if bound is None:
@@ -76,7 +77,7 @@ class LowerBound:
         return bound
 
     def _compute(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:
-        """The bound of ``__call__``, computed."""
+        """The bound of :meth:`lookup`, computed."""
         topo = self.topo
         bound = self._above[layer]
         rest = topo.above[layer]

@@ -109,7 +109,7 @@ class Problem:
         self._reach = Memo(lambda rest: union_of(topo.desc, rest))
         self._estimates: dict[int, float] = {}
         self._estimator = getattr(model, "estimate", None)
-        # bound(layer, assigned, cls): the admissible bound on the cost still to come
+        # bound.lookup(layer, assigned, cls): the admissible bound on the cost still to come
         self.bound = LowerBound(topo, self.graph, model if lower_bound else None, self.parents_of)
 
     # -- small cached facts -------------------------------------------------
@@ -122,7 +122,7 @@ class Problem:
 
     def lower_bound(self, branch: Branch) -> float:
         """Admissible bound on the cost still to come (:mod:`dcmap_dist.bounds`)."""
-        return self.bound(branch.layer, branch.assigned, branch.cls)
+        return self.bound.lookup(branch.layer, branch.assigned, branch.cls)
 
     def estimate(self, branch: Branch) -> float:
         """The paper's ``h``: the model's estimate of the rest, else the lower bound."""
@@ -215,9 +215,11 @@ class Problem:
         children = []
         # node -> its own cluster-layer's cost and frontier item (members, message)
         single_costs: dict[int, tuple[float, tuple[int, Hashable]]] = {}
+        reach: dict[int, int] = {}  # merged -> the parents of the unfixed components outside it
         for joined, merged in combinations(branch.comps, proposal, free, self.scheme, topo, parents_of,
                                            self.closures, watch, most):
-            child = self._apply(branch, proposal, joined, merged, free, below, unfixed, single_costs, g_min)
+            child = self._apply(branch, proposal, joined, merged, free, below, unfixed, single_costs, reach,
+                                g_min)
             if child is not None:
                 children.append(child)
         return children
@@ -231,33 +233,32 @@ class Problem:
 
     def _apply(self, branch: Branch, proposal: int, joined: int, merged: int, free: int,
                below: tuple[tuple[int, Hashable], ...], unfixed: list[tuple[int, int]],
-               single_costs: dict[int, tuple[float, tuple[int, Hashable]]], g_min: float = math.inf) -> Branch | None:
+               single_costs: dict[int, tuple[float, tuple[int, Hashable]]], reach: dict[int, int],
+               g_min: float = math.inf) -> Branch | None:
         """The child branch of one combination, scored; None if its bound exceeds
         ``g_min`` (found from its cost and frontier before the rest of it is built).
         Layer nodes left with no unfixed component to join become their own
         cluster-layers in the same step; ``single_costs`` remembers their cost and
         frontier item for the expansion (every combination of it sees the same ``below``).
-        ``unfixed``: the bit and the parents of each unfixed component."""
+        ``unfixed``: the bit and the parents of each unfixed component; ``reach``
+        remembers, for the expansion, the parents of those outside each ``merged``."""
         comps = branch.comps
         cost = branch.cost
         cls = list(branch.cls)
-        reachable = 0  # parents of the components still unfixed
         if joined:
             union = joined
-            anchors = joined
-            kids = self.children_of[joined]
             for j in bits(merged):
                 union |= comps[j][0]
-                # anchor on a child of a joiner: a frontier node, the same on every
-                # branch linked to this one, so tied histories rebuild correctly
-                touched = comps[j][0] & kids
-                anchors |= touched & -touched
             c, msg = self._new_cluster_layer(joined, union, below)
             cost += c
             cls.append((joined, msg))
-        for bit, parents in unfixed:  # merged holds the proposal
-            if not merged & bit:
-                reachable |= parents
+        reachable = reach.get(merged)  # parents of the components still unfixed
+        if reachable is None:
+            reachable = 0
+            for bit, parents in unfixed:  # merged holds the proposal
+                if not merged & bit:
+                    reachable |= parents
+            reach[merged] = reachable
         singles = free & ~joined & ~reachable
         for i in bits(singles):
             single = single_costs.get(i)
@@ -273,13 +274,20 @@ class Problem:
             assigned = -1
             cls = self._read_later(cls, layer)
         cls = tuple(cls)
-        bound = cost + self.bound(layer, assigned, cls)
+        bound = cost + self.bound.lookup(layer, assigned, cls)
         if not within(bound, g_min):
             return None
         trail = branch.trail
         if joined:
             new_comps = [comp for j, comp in enumerate(comps) if not (merged >> j) & 1]
             new_comps.append((union, True))
+            # anchor on a child of a joiner in each merged component: a frontier node,
+            # the same on every branch linked to this one, so tied histories rebuild
+            anchors = joined
+            kids = self.children_of[joined]
+            for j in bits(merged):
+                touched = comps[j][0] & kids
+                anchors |= touched & -touched
             if anchors & (anchors - 1):
                 trail = trail + (anchors,)
         else:

@@ -221,7 +221,7 @@ class Explorer:
                 return stop.args[0]
             survivors = []
             for child in children:
-                if child.layer_done:
+                if child.assigned == -1:  # it completed its layer
                     child = self._complete(child)
                 elif self.shard is not None:
                     child = self._link_inside(child)

@@ -135,6 +135,13 @@ class Problem:
             self._estimates[rest] = got
         return got
 
+    def interned(self, cls: tuple[tuple[int, Hashable], ...]) -> tuple[tuple[int, Hashable], ...]:
+        """``cls`` with each message replaced by the one object this process keeps for its
+        value: a branch from another process brings its own objects, which dict hits would
+        compare element by element."""
+        messages = self._messages
+        return tuple([(members, messages.setdefault(message, message)) for members, message in cls])
+
     def score(self, branch: Branch) -> Branch:
         """Fill in ``estimate`` (g_hat) and ``bound`` (cost + lower bound)."""
         branch.bound = branch.cost + self.lower_bound(branch)

@@ -142,15 +142,18 @@ class Explorer:
         return branch.linked(record)
 
     def receive(self, arrivals: list[tuple[tuple, Branch]]) -> None:
-        """Settle a batch of completions sent by other explorers; keep the survivors."""
+        """Settle a batch of completions sent by other explorers; keep the survivors
+        (their messages interned: :meth:`Problem.interned`)."""
         for key, branch in arrivals:
             survivor = self.offer(key, branch)  # a complete one improves G_min there
             if survivor is not None and within(survivor.bound, self.g_min):
+                survivor.cls = self.problem.interned(survivor.cls)
                 self.queue.push(survivor)
 
     def adopt(self, branches: list[Branch]) -> None:
         """Take over open branches (handed out by the coordinator, or restored)."""
         for branch in branches:
+            branch.cls = self.problem.interned(branch.cls)
             self.queue.push(branch)
 
     def improve(self, cost: float, trail: tuple) -> None:

@@ -202,6 +202,22 @@ def test_batches_come_back_equal_by_marshal_or_pickle():
     assert all(type(branch.cost) is numpy.float64 for _, branch in unpacked(packed(odd, False)))
 
 
+def test_arrivals_take_this_process_s_message_objects():
+    # a branch from another process brings its own message objects; kept, it takes this
+    # process's, so dict hits on keys holding them compare by identity
+    problem = Problem(load_network("child"), DcmapCost(), "merge")
+    root = problem.root()
+    arrived = unpacked(packed([(problem.link_key(root), root)], marshal_them=True))
+    handed_out = unpacked(packed([(None, root)], marshal_them=True))[0][1]
+    for branch in (arrived[0][1], handed_out):
+        assert all(a[1] == b[1] and a[1] is not b[1] for a, b in zip(branch.cls, root.cls))
+    explorer = Explorer(problem, 0.6, 0, LinkShard(0), 0, 1)
+    explorer.receive(arrived)
+    explorer.adopt([handed_out])
+    kept = explorer.queue.branches()
+    assert len(kept) == 2 and all(a[1] is b[1] for branch in kept for a, b in zip(branch.cls, root.cls))
+
+
 def test_limits_stop_a_distributed_search():
     network = load_network("child")
     result = solve(network, workers=2, max_iterations=300)

@@ -25,6 +25,7 @@ BOUND_SECONDS = 5.0  # how often a worker computes its least open bound (it scan
 SNAPSHOT_SPACING = 100  # and at least this many times the next snapshot's expected duration (1% of the time)
 SNAPSHOT_ITEM_SECONDS = 3e-5  # expected snapshot seconds per open branch or link record, until measured (insurance: 32 us)
 SNAPSHOT_MEASURED_ITEMS = 10_000  # a snapshot this large measures the seconds per item
+LOOKUPS = "lookups"  # a worker's thread for history lookups (improvements' mappings while the search runs)
 # a worker's statistics before its first step
 IDLE_STATS = {"open": 0, "records": 0, "iterations": 0, "least_bound": None, "busy": 0.0, "cpu": 0.0}
 
@@ -42,7 +43,7 @@ class Coordinator:
 
     def _spawn(self) -> Any:
         self.spawned += 1
-        actor = ray.remote(Worker).options(
+        actor = ray.remote(concurrency_groups={LOOKUPS: 1})(Worker).options(
             num_cpus=self.cpus, max_restarts=0, name=f"dcmap-worker-{self.run}-{self.spawned}",
             namespace="dcmap", scheduling_strategy="SPREAD", enable_task_events=False)
         return actor.remote()
@@ -501,8 +502,24 @@ class Coordinator:
                 found.update(self._lookup(rest))
         return found
 
+    def paths(self, trails: list[tuple]) -> dict[int, list]:
+        """The first history of every record on the paths that ``trails`` followed (what
+        :func:`linking.trail_path` reads), fetched for all of them at once, one round of
+        lookups per layer; a record lost with a worker is left out. Improvements'
+        mappings are rebuilt from this in one call while the search runs, instead of a
+        call per record that leaves the workers without steps meanwhile."""
+        found: dict[int, list] = {}
+        wanted = {trail[0] for trail in trails if trail[0] is not None}
+        while wanted:
+            got = self.lookup(wanted)
+            found.update((record, histories[:1]) for record, histories in got.items())
+            wanted = {h[0][0][0] for h in got.values()} - {None} - found.keys()
+        return found
+
     def _lookup(self, records: set[int]) -> dict[int, list]:
         found = self.table.shard.lookup(records) if self.table.shard is not None else {}
-        for part in ray.get([w.lookup.remote(records) for w in self.workers]):
+        # answered between the expansions of a running step, not after the steps queued there
+        calls = [w.lookup.options(concurrency_group=LOOKUPS).remote(records) for w in self.workers]
+        for part in ray.get(calls):
             found.update(part)
         return found

@@ -151,11 +151,18 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
     def fetch(records: set[int]) -> dict[int, list]:
         return ray.get(handle.lookup.remote(records))
 
+    known: dict[int, list] = {}  # first histories of the records on improvements' paths
+
+    def recall(records: set[int]) -> dict[int, list]:
+        return {r: known[r] for r in records if r in known}
+
     result = None
     while result is None:
         report = _advance(handle)
         fresh = [found for found in _improving(report.pop("trace"), first) if not within(announced, found[2])]
-        announce(problem, fresh, 0, on_improvement, fetch, lost=True)
+        if on_improvement and fresh:  # the records on the improvements' paths, in one call
+            known.update(ray.get(handle.paths.remote([trail for *_, trail in fresh if trail is not None])))
+        announce(problem, fresh, 0, on_improvement, recall, lost=True)
         announced = fresh[-1][2] if fresh else announced
         # a recovery rolls G_min back to the snapshot's; the announced cost was found all the
         # same, so it is still the best known and bounds the optimum

@@ -114,8 +114,9 @@ class LinkShard:
         return shard
 
     def lookup(self, records: Iterable[int]) -> dict[int, list[History]]:
-        """The histories of those of ``records`` this shard holds."""
-        return {r: self.histories[r] for r in records if r in self.histories}
+        """The histories of those of ``records`` this shard holds (copies: a worker answers
+        while its search may add ties)."""
+        return {r: list(self.histories[r]) for r in records if r in self.histories}
 
 
 def gather_histories(trails: Iterable[tuple], fetch: Callable[[set[int]], dict[int, list[History]]]

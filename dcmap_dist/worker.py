@@ -8,6 +8,7 @@ import gc
 import marshal
 import os
 import pickle
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,9 @@ from .limits import Limits, Stopwatch
 from .linking import Entry, LinkShard
 from .network import Network
 from .state import SearchState
+
+
+SWITCH_SECONDS = 5e-4  # the interpreter's switch interval in a worker (see Worker.__init__)
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,9 @@ class Worker:
     the link table when the table is sharded."""
 
     def __init__(self) -> None:
+        # a lookup waits for the step's thread to let go of the interpreter, which it does
+        # every switch interval: 5 ms by default, a round of an improvement's path lookups
+        sys.setswitchinterval(SWITCH_SECONDS)
         self.explorer: Explorer | None = None
         self.busy = 0.0
         self.marshal = False  # batches written with marshal (see marshallable)
@@ -158,6 +165,8 @@ class Worker:
         explorer.adopt(part.branches)
 
     def lookup(self, records: set[int]) -> dict[int, list]:
+        """The histories of those of ``records`` this worker's shard holds; the coordinator
+        calls it in a thread of its own, so it is answered while a step runs."""
         return self.explorer.shard.lookup(records) if self.explorer.shard is not None else {}
 
     def final_entry(self) -> Entry | None:

@@ -193,17 +193,23 @@ class Problem:
         return Branch(self.topo.l_max, -1, (), (), cost)
 
     def next_proposal(self, branch: Branch) -> int:
-        """Index of the component to expand next: the unfixed one with the fewest
-        unplaced candidate nodes (ties by position)."""
+        """Index of the component to expand next: among the unfixed ones with an
+        unplaced candidate node, the one with the most members, then the fewest
+        candidates (ties by position). Any choice is exact; this one proves water in
+        43% of the iterations of "fewest candidates" (docs/search.md)."""
         free = self.topo.layer_mask[branch.layer] & ~branch.assigned
         best = -1
-        best_count = math.inf
+        best_size = 0
+        best_count = 0
         for idx, (members, fixed) in enumerate(branch.comps):
             if fixed:
                 continue
             count = (self.parents_of[members] & free).bit_count()
-            if 0 < count < best_count:
-                best, best_count = idx, count
+            if count == 0:
+                continue
+            size = members.bit_count()
+            if size > best_size or (size == best_size and count < best_count):
+                best, best_size, best_count = idx, size, count
         return best
 
     def expand(self, branch: Branch, proposal: int, g_min: float = math.inf,

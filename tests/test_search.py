@@ -205,10 +205,10 @@ def test_paper_example_optimum(paper, order, scheme, method):
 # differently: here one iteration is one expanded proposal of the corrected search.
 PAPER_ITERATIONS = {
     # (scheme, method): (iterations, first_optimal_iteration)
-    ("merge", "dcmap"): (10, 9),
-    ("single", "dcmap"): (10, 9),
-    ("merge", "bfs"): (27, 27),
-    ("single", "bfs"): (25, 25),
+    ("merge", "dcmap"): (9, 8),
+    ("single", "dcmap"): (9, 8),
+    ("merge", "bfs"): (29, 23),
+    ("single", "bfs"): (29, 23),
 }
 
 

@@ -503,18 +503,11 @@ class Coordinator:
         return found
 
     def paths(self, trails: list[tuple]) -> dict[int, list]:
-        """The first history of every record on the paths that ``trails`` followed (what
-        :func:`linking.trail_path` reads), fetched for all of them at once, one round of
-        lookups per layer; a record lost with a worker is left out. Improvements'
-        mappings are rebuilt from this in one call while the search runs, instead of a
-        call per record that leaves the workers without steps meanwhile."""
-        found: dict[int, list] = {}
-        wanted = {trail[0] for trail in trails if trail[0] is not None}
-        while wanted:
-            got = self.lookup(wanted)
-            found.update((record, histories[:1]) for record, histories in got.items())
-            wanted = {h[0][0][0] for h in got.values()} - {None} - found.keys()
-        return found
+        """The first history of every record on the paths that ``trails`` followed,
+        fetched for all of them at once (see :func:`linking.gather_histories`).
+        Improvements' mappings are rebuilt from this in one call while the search runs,
+        instead of a call per record that leaves the workers without steps meanwhile."""
+        return gather_histories(trails, self.lookup, first=True)
 
     def _lookup(self, records: set[int]) -> dict[int, list]:
         found = self.table.shard.lookup(records) if self.table.shard is not None else {}

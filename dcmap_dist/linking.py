@@ -119,17 +119,22 @@ class LinkShard:
         return {r: list(self.histories[r]) for r in records if r in self.histories}
 
 
-def gather_histories(trails: Iterable[tuple], fetch: Callable[[set[int]], dict[int, list[History]]]
-                     ) -> dict[int, list[History]]:
+def gather_histories(trails: Iterable[tuple], fetch: Callable[[set[int]], dict[int, list[History]]],
+                     first: bool = False) -> dict[int, list[History]]:
     """Every history reachable from ``trails``, fetched layer by layer: ``fetch(records)``
-    returns the histories of the records (from one shard or from all of them)."""
+    returns the histories of the records (from one shard or from all of them). With
+    ``first``, only each record's first history, the path :func:`trail_path` follows, and
+    a record no shard holds (lost with a worker) is left out for ``trail_path`` to report
+    instead of raising here."""
     found: dict[int, list[History]] = {}
     wanted = {trail[0] for trail in trails if trail[0] is not None}
     while wanted:
         got = fetch(wanted)
         missing = wanted - got.keys()
-        if missing:
+        if missing and not first:
             raise MissingRecord(f"link records {sorted(missing)[:5]} are held by no shard")
+        if first:
+            got = {record: histories[:1] for record, histories in got.items()}
         found.update(got)
         wanted = {t[0] for histories in got.values() for t, _ in histories if t[0] is not None} - found.keys()
     return found

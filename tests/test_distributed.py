@@ -254,3 +254,15 @@ def test_progress_reports_the_distributed_figures():
         assert {"iterations", "best", "lower_bound", "open", "workers", "rate", "elapsed"} <= set(stats)
         assert stats["lower_bound"] <= stats["best"]
         assert stats["workers"] == 2
+
+
+def test_improvements_are_announced_with_their_mappings():
+    """Each improvement a distributed search announces carries the mapping it found
+    (rebuilt from the workers' shards while the search runs), priced independently."""
+    network = load_network("seagrass-2tbn", slices=1)
+    heard = []
+    r = solve(network, order="paper", workers=2, on_improvement=lambda c, i, s, m: heard.append((c, m)))
+    assert r.proven_optimal and heard
+    assert all(mapping is not None for _, mapping in heard)
+    assert heard == [(t["cost"], t["clusters"]) for t in r.trace]
+    assert trace_problem(network, r, DcmapCost("paper")) is None

@@ -18,11 +18,13 @@ this is the paper's loop with the two corrections of SPEC section 5.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import heapq
 import math
 import random
 import time
+from collections.abc import Iterator
 from operator import attrgetter
 from typing import Any
 
@@ -173,22 +175,27 @@ class Explorer:
     def step(self, watch: Stopwatch, until: float | None = None, max_iterations: int | None = None) -> str:
         """Run the loop until the open set is empty (``idle``), the clock passes ``until``
         (``budget``), this explorer's iterations reach ``max_iterations``, or a limit of
-        ``watch`` is reached (its name).
-
-        Every object alive when a step starts (the open branches, the link table, the
-        memos: all acyclic) is moved to the garbage collector's permanent generation,
-        so its full collections scan only what the step makes (they took about 10% of
-        the time on insurance otherwise, scanning the whole search's state each time).
-        With a model that leaves no reference cycles (:func:`cost.leaves_no_cycles`;
-        the expansion itself makes none) the collector is also paused for the step and
-        what it made is frozen at its end: there is nothing for it to find."""
+        ``watch`` is reached (its name). The garbage collector is handled as
+        :meth:`collector_paused` says."""
         self.watch = watch
+        with self.collector_paused():
+            return self._loop(watch, until, max_iterations)
+
+    @contextlib.contextmanager
+    def collector_paused(self) -> Iterator[None]:
+        """Every object alive on entry (the open branches, the link table, the memos: all
+        acyclic) is moved to the garbage collector's permanent generation, so its full
+        collections scan only what is made inside (they took about 10% of the time on
+        insurance otherwise, scanning the whole search's state each time). With a model
+        that leaves no reference cycles (:func:`cost.leaves_no_cycles`; the expansion
+        itself makes none) the collector is also paused inside and what was made there
+        is frozen on exit: there is nothing for it to find. Nested uses pause once."""
         gc.freeze()
         pause = self.acyclic and gc.isenabled()
         if pause:
             gc.disable()
         try:
-            return self._loop(watch, until, max_iterations)
+            yield
         finally:
             if pause:
                 gc.freeze()

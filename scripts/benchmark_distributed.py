@@ -3,7 +3,8 @@
 ``proof``: time to proof of each network serially (in this process, no Ray), then on
 W = 1 and W = 2 Ray workers (``--workers``; a local Ray with ``--cpus`` CPUs), one run
 after the other; wall time, CPU time (this process for the serial run; the workers' and the
-coordinator's for Ray) and their ratios to the serial run. ``--repeat N`` runs that sequence
+coordinator's for Ray) and their ratios to the serial run. The pool of workers is started
+before a timed Ray run (:func:`warm`). ``--repeat N`` runs that sequence
 N times (each ratio is to the serial run just before it) and prints the median ratios: on a
 shared machine single runs vary by up to a quarter. ``--capacity`` adds, to each repeat,
 two serial searches run at once in two processes ("2 serial at once"; its speed-up is
@@ -68,9 +69,18 @@ def append(path: Path, rows: list[dict]) -> None:
         append_csv_row(path, row, list(rows[0]))
 
 
+def warm(workers: int) -> None:
+    """Start the pool of ``workers`` Ray workers (if it is not up) with a small search, so
+    a timed run measures the search and not the start of the actors' processes (a
+    session's first search pays that once, about half a second here)."""
+    if workers > 1:
+        solve(load_network("asia"), workers=workers)
+
+
 def run(label: str, workers: int, time_limit: float, link_table: str = "sharded",
         memory_limit: float | None = None) -> dict:
     net, order = network(label)
+    warm(workers)
     cpu = time.process_time()
     wall = time.perf_counter()
     result = solve(net, order=order, time_limit=time_limit, memory_limit_mb=memory_limit, workers=workers,
@@ -150,11 +160,12 @@ def run_ray(label: str, workers: int, time_limit: float, link_table: str = "shar
     from dcmap_dist.limits import Limits
 
     problem = Problem(net, DcmapCost(order), "merge")
+    settings = {"alpha": 0.6, "seed": 0, "link_table": link_table, "snapshot_every": 30.0}
+    # starts the pool of one (see warm)
+    distributed.distributed_search(Problem(load_network("asia"), DcmapCost(), "merge"), 1, settings, Limits())
     cpu = time.process_time()
     wall = time.perf_counter()
-    outcome = distributed.distributed_search(problem, 1, {"alpha": 0.6, "seed": 0, "link_table": link_table,
-                                                          "snapshot_every": 30.0},
-                                            Limits(time_limit, memory_limit_mb=memory_limit))
+    outcome = distributed.distributed_search(problem, 1, settings, Limits(time_limit, memory_limit_mb=memory_limit))
     wall = time.perf_counter() - wall
     stats = outcome.statistics
     cpu = (time.process_time() - cpu) + sum(stats["worker_cpu"]) + stats["coordinator_cpu"]
@@ -225,21 +236,23 @@ def in_process(label: str, shards: int, iterations: int) -> dict:
     while sum(e.iterations for e in explorers) < iterations:
         idle = True
         for i, explorer in enumerate(explorers):
-            clock = time.process_time()
-            arrivals = [unpacked(batch) for batch in inbox[i]]
-            packing += time.process_time() - clock
-            inbox[i] = []
-            for batch in arrivals:
-                explorer.receive(batch)
-            stop = explorer.step(Stopwatch(Limits()), until=time.perf_counter() + 0.1, max_iterations=iterations)
+            with explorer.collector_paused():  # as in Worker.step
+                clock = time.process_time()
+                arrivals = [unpacked(batch) for batch in inbox[i]]
+                packing += time.process_time() - clock
+                inbox[i] = []
+                for batch in arrivals:
+                    explorer.receive(batch)
+                stop = explorer.step(Stopwatch(Limits()), until=time.perf_counter() + 0.1,
+                                     max_iterations=iterations)
+                clock = time.process_time()
+                for j, batch in explorer.take_outbox().items():
+                    inbox[j].append(packed(batch, True))
+                packing += time.process_time() - clock
             idle = idle and stop == "idle"
             g_min = min(e.g_min for e in explorers)
             for other in explorers:
                 other.g_min = g_min
-            clock = time.process_time()
-            for j, batch in explorer.take_outbox().items():
-                inbox[j].append(packed(batch, True))
-            packing += time.process_time() - clock
         if idle and not any(inbox):
             break
     cpu = time.process_time() - cpu

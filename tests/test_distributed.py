@@ -9,6 +9,7 @@ share 2 cores, which is fine for exactness.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import math
 import os
 import signal
@@ -200,6 +201,23 @@ def test_batches_come_back_equal_by_marshal_or_pickle():
         assert data[:1] == tag and plain(unpacked(data)) == plain(batch)
     odd = [(key, dataclasses.replace(branch, cost=numpy.float64(branch.cost))) for key, branch in batch]
     assert all(type(branch.cost) is numpy.float64 for _, branch in unpacked(packed(odd, False)))
+
+
+def test_unpacking_leaves_the_collector_as_it_found_it():
+    # a worker takes its arrivals in with the collector paused (Worker.step): unpacking a
+    # batch must not turn it back on, nor leave it off when it was on
+    problem = Problem(load_network("child"), DcmapCost(), "merge")
+    root = problem.root()
+    data = packed([(problem.link_key(root), root)], marshal_them=True)
+    assert gc.isenabled()
+    unpacked(data)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        unpacked(data)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_arrivals_take_this_process_s_message_objects():

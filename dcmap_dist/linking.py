@@ -130,11 +130,10 @@ def gather_histories(trails: Iterable[tuple], fetch: Callable[[set[int]], dict[i
     wanted = {trail[0] for trail in trails if trail[0] is not None}
     while wanted:
         got = fetch(wanted)
-        missing = wanted - got.keys()
-        if missing and not first:
-            raise MissingRecord(f"link records {sorted(missing)[:5]} are held by no shard")
         if first:
             got = {record: histories[:1] for record, histories in got.items()}
+        elif missing := wanted - got.keys():
+            raise MissingRecord(f"link records {sorted(missing)[:5]} are held by no shard")
         found.update(got)
         wanted = {t[0] for histories in got.values() for t, _ in histories if t[0] is not None} - found.keys()
     return found

@@ -52,6 +52,8 @@ from dcmap_dist import distributed, load_network, solve  # noqa: E402
 from dcmap_dist.outputs import append_csv_row  # noqa: E402
 
 LISTED = 100_000  # optimal mappings listed at most (hepar2's best cost has 53 million tied ones)
+# what a forced W = 1 Ray run (and the pool's warm-up) passes to distributed_search: solve()'s defaults
+RAY_SETTINGS = {"alpha": 0.6, "seed": 0, "link_table": "sharded", "snapshot_every": 30.0}
 SPECIAL = {  # label: (source, slices, order)
     "seagrass-1slice": ("seagrass-2tbn", 1, "paper"),
     "seagrass-2slices": ("seagrass-2tbn", 2, "paper"),
@@ -73,14 +75,19 @@ def warm(workers: int) -> None:
     """Start the pool of ``workers`` Ray workers (if it is not up) with a small search, so
     a timed run measures the search and not the start of the actors' processes (a
     session's first search pays that once, about half a second here)."""
-    if workers > 1:
-        solve(load_network("asia"), workers=workers)
+    from dcmap_dist.cost import DcmapCost
+    from dcmap_dist.engine import Problem
+    from dcmap_dist.limits import Limits
+
+    distributed.distributed_search(Problem(load_network("asia"), DcmapCost(), "merge"), workers, RAY_SETTINGS,
+                                   Limits())
 
 
 def run(label: str, workers: int, time_limit: float, link_table: str = "sharded",
         memory_limit: float | None = None) -> dict:
     net, order = network(label)
-    warm(workers)
+    if workers > 1:
+        warm(workers)
     cpu = time.process_time()
     wall = time.perf_counter()
     result = solve(net, order=order, time_limit=time_limit, memory_limit_mb=memory_limit, workers=workers,
@@ -160,12 +167,11 @@ def run_ray(label: str, workers: int, time_limit: float, link_table: str = "shar
     from dcmap_dist.limits import Limits
 
     problem = Problem(net, DcmapCost(order), "merge")
-    settings = {"alpha": 0.6, "seed": 0, "link_table": link_table, "snapshot_every": 30.0}
-    # starts the pool of one (see warm)
-    distributed.distributed_search(Problem(load_network("asia"), DcmapCost(), "merge"), 1, settings, Limits())
+    warm(1)
     cpu = time.process_time()
     wall = time.perf_counter()
-    outcome = distributed.distributed_search(problem, 1, settings, Limits(time_limit, memory_limit_mb=memory_limit))
+    outcome = distributed.distributed_search(problem, 1, dict(RAY_SETTINGS, link_table=link_table),
+                                            Limits(time_limit, memory_limit_mb=memory_limit))
     wall = time.perf_counter() - wall
     stats = outcome.statistics
     cpu = (time.process_time() - cpu) + sum(stats["worker_cpu"]) + stats["coordinator_cpu"]

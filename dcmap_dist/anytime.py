@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .audit import Audit
 from .engine import Problem, within
 from .mappings import given_nodes, mapping_names
 from .network import Network
@@ -41,6 +42,8 @@ class Anytime:
         self.bounds_of = [p.score(p.root()).bound for p in problems]
         self.nodes = [set(p.network.nodes) for p in problems]
         self.problems = problems
+        # every reported mapping is checked first (audit.py)
+        self.audits = [Audit(p.network, p.graph, p.model, p.scheme, p.topo) for p in problems]
         self.trace: list[dict[str, Any]] = []
         self.bounds: list[dict[str, float]] = []
 
@@ -64,6 +67,8 @@ class Anytime:
         problem = self.problems[k]
 
         def improved(cost: float, iteration: int, _seconds: float, clusters: tuple[int, ...] | None) -> None:
+            if clusters is not None:
+                self.audits[k].check(clusters, cost)
             self.costs[k] = cost
             self.clusters[k] = mapping_names(problem.topo, clusters) if clusters is not None else None
             total = sum(self.costs)

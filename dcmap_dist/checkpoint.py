@@ -31,7 +31,7 @@ from .engine import Branch
 from .linking import Entry, History
 from .state import SearchState
 
-FORMAT = 1
+FORMAT = 2  # 2: keys inside a layer carry the mask of components holding a node of it (issue 29)
 POINTER = "LATEST"
 BATCH_ROWS = 20_000
 FAULT_VARIABLE = "DCMAP_CHECKPOINT_FAULT"  # "<step>:<generation>": kill -9 there (tests)

@@ -691,11 +691,13 @@ class ClusterLayerCost(NamedTuple):
 
 
 def evaluate_mapping(
-    network: Network, clusters: Iterable[Iterable[str]], model: CostModel
+    network: Network, clusters: Iterable[Iterable[str]], model: CostModel, graph: Network | None = None
 ) -> list[ClusterLayerCost]:
     """Cost of every cluster-layer of a mapping, from layer 0 up (no feasibility check).
 
-    Within a layer, cluster-layers go by their sorted node names.
+    Within a layer, cluster-layers go by their sorted node names. ``graph`` is what the
+    cost contexts carry when ``network`` is one weakly connected component of it (the
+    ``paper`` order reads the whole network's layers); by default ``network`` itself.
     """
     layer = layers(network)
     cluster_of: dict[str, int] = {}
@@ -720,7 +722,7 @@ def evaluate_mapping(
                 if c_nodes not in children:
                     same = cluster_of[y] == k
                     children[c_nodes] = ChildClusterLayer(c_nodes, c_layer, same, message)
-        ctx = CostContext(nodes, l, network, sort_children(children.values()))
+        ctx = CostContext(nodes, l, graph or network, sort_children(children.values()))
         value, message = model.evaluate(ctx)
         result.append(ClusterLayerCost(nodes, l, checked_cost(value, ctx)))
         for x in nodes:

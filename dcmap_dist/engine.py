@@ -347,8 +347,11 @@ class Problem:
 
         Inside a layer (``assigned`` not -1) the key is the same over the components and
         cluster-layers that an unplaced node still reads, headed by
-        ``(layer, assigned)`` and, for ``lean``, a mask of the components fixed at this
-        layer (docs/search.md, "Linking inside a layer").
+        ``(layer, assigned)`` and, for ``lean``, two masks over its components: those
+        fixed at this layer, and those that hold a node of this layer (they can never
+        merge with a cluster-layer still to be made in it; the node may be a root, which
+        no frontier cluster-layer shows). docs/search.md, "Linking inside a layer",
+        gives the argument.
         """
         topo = self.topo
         layer = branch.layer
@@ -384,8 +387,13 @@ class Problem:
         kept = tuple([(part[1], out & reach) for part, out in zip(parts, outside)])
         if branch.layer_done:
             return layer, kept, tuple(blocked)
-        fixed = sum([1 << i for i, part in enumerate(parts) if part[4]])
-        return (layer, branch.assigned, fixed), kept, tuple(blocked)
+        fixed = held = 0
+        for i, (_, _, _, (_, _, _, layers_i), fixed_i) in enumerate(parts):
+            if fixed_i:
+                fixed |= 1 << i
+                if layers_i >> layer & 1:  # only a fixed component holds a node of this layer
+                    held |= 1 << i
+        return (layer, branch.assigned, fixed, held), kept, tuple(blocked)
 
     def _closures_of(self, members: int) -> tuple[int, int, int, int]:
         """Ancestors, descendants (outside ``members``), neighbours and layers of a node

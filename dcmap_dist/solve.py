@@ -19,6 +19,7 @@ import numpy
 
 from . import __version__
 from .anytime import Anytime
+from .audit import Audit
 from .baselines import bfs_search, brute_force
 from .cost import CostModel, load_cost, model_params
 from .engine import Problem, joins_to_clusters, within
@@ -313,10 +314,11 @@ class _Runner:
 
 
 def _mappings(problem: Problem, method: str, outcome: SearchOutcome, limit: int | None,
-              memory_left: Callable[[], bool]) -> tuple[list[tuple[tuple[int, ...], float, int]], int]:
+              memory_left: Callable[[], bool], audit: Audit) -> tuple[list[tuple[tuple[int, ...], float, int]], int]:
     """Distinct best mappings of one component, at most ``limit`` of them and while
     ``memory_left()``, as (cluster masks, cost, iteration found), and how many there are
-    in all (counted exactly, without listing them)."""
+    in all (counted exactly, without listing them). Each listed mapping passes ``audit``
+    (feasible, and costing what the search says) or the solve fails with AuditError."""
     best: dict[tuple[int, ...], tuple[float, int]] = {}
     total = 0
     complete = True
@@ -344,6 +346,8 @@ def _mappings(problem: Problem, method: str, outcome: SearchOutcome, limit: int 
             clusters = joins_to_clusters(problem.topo, joins)
             if clusters in best:
                 best[clusters] = (best[clusters][0], 0)
+    for clusters, (cost, _) in best.items():
+        audit.check(clusters, cost)
     # a listing that ran to its end counts exactly (the unproven dive may repeat one)
     return [(c, cost, found) for c, (cost, found) in best.items()], total if not complete else len(best)
 
@@ -361,8 +365,8 @@ def _combine(network, model, settings, problems, outcomes, anytime: Anytime, sta
     parts = []
     counts = []
     offset = 0
-    for problem, outcome in zip(problems, outcomes):
-        found, count = _mappings(problem, settings["method"], outcome, max_solutions, memory_left)
+    for problem, outcome, audit in zip(problems, outcomes, anytime.audits):
+        found, count = _mappings(problem, settings["method"], outcome, max_solutions, memory_left, audit)
         counts.append(count)
         singletons = sorted([x] for x in problem.network.nodes) if settings["method"] == "dcmap" else None
         part = [(mapping_names(problem.topo, c), cost, offset + it) for c, cost, it in found]

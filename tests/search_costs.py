@@ -11,6 +11,8 @@ import random
 import zlib
 from collections.abc import Hashable, Iterable
 
+import networkx as nx
+
 from dcmap_dist.cost import CostContext, DcmapCost
 from dcmap_dist.network import Network
 from dcmap_dist.structure import long_arcs
@@ -53,6 +55,46 @@ def random_network(seed: int, n_min: int = 5, n_max: int = 10) -> Network:
     edge_list = sorted(edges)
     rng.shuffle(edge_list)
     return Network(f"random-{seed}", input_order, states, edge_list, observed)
+
+
+def wide_network(seed: int, n_min: int = 12, n_max: int = 18) -> Network:
+    """A connected random DAG of ``n_min..n_max`` nodes with wide layers, seeded: two to
+    four hubs, most of them roots, each a parent of about half the nodes below it (so
+    arcs skip layers, many nodes share parents, and roots sit in several layers), over
+    sparse lower arcs. Names are shuffled letter-digit pairs, 1 to 4 states, some nodes
+    observed: the shape of the graphs on which linking inside a layer once lost optimal
+    mappings."""
+    rng = random.Random(seed)
+    n = rng.randint(n_min, n_max)
+    names = rng.sample([f"{a}{d}" for a in "abcdeghkmpqrstuvxyz" for d in range(10)], n)
+    hubs = rng.randint(2, 4)
+    edges: set[tuple[str, str]] = set()
+    for i in range(1, hubs):  # a hub is a root, or hangs below an earlier hub
+        if rng.random() < 0.35:
+            edges.add((names[rng.randrange(i)], names[i]))
+    for i in range(hubs, n):  # every other node has a parent
+        edges.add((names[rng.randrange(i)], names[i]))
+    for i in range(hubs):
+        for j in range(hubs, n):
+            if rng.random() < 0.45:
+                edges.add((names[i], names[j]))
+    for i in range(hubs, n):
+        for j in range(i + 1, n):
+            if rng.random() < 0.06:
+                edges.add((names[i], names[j]))
+    graph = nx.Graph(list(edges))
+    graph.add_nodes_from(names)
+    parts = list(nx.connected_components(graph))
+    for part in parts[1:]:  # join the pieces: an arc from the top of each into the first
+        top = min(part, key=names.index)
+        edges.add((top, rng.choice(sorted(parts[0] - set(names[:hubs])) or sorted(parts[0]))))
+    states = {x: rng.randint(1, 4) for x in names}
+    observed = [x for x in names if rng.random() < 0.1]
+    input_order = names[:]
+    rng.shuffle(input_order)
+    edge_list = sorted(edges)
+    rng.shuffle(edge_list)
+    return Network(f"wide-{seed}", input_order, states, edge_list, observed)
 
 
 def has_long_arc(network: Network) -> bool:

@@ -63,6 +63,7 @@ class _Graph:
         self._facts: dict[int, tuple[int, int, int, int]] = {}
         self._apart: dict[tuple[int, int], bool] = {}
         self._contiguous: dict[int, bool] = {}
+        self._parents: dict[int, int] = {}
 
     def nodes(self, mask: int) -> list[int]:
         out = []
@@ -77,6 +78,12 @@ class _Graph:
         for i in self.nodes(mask):
             out |= table[i]
         return out
+
+    def parents_of(self, mask: int) -> int:
+        got = self._parents.get(mask)
+        if got is None:
+            got = self._parents[mask] = self.union(self.parents, mask)
+        return got
 
     def facts(self, mask: int) -> tuple[int, int, int, int]:
         """Layers used, children, descendants and ancestors of a node set (memoised)."""
@@ -171,8 +178,8 @@ def optimal_mappings(network: Network, model: Any, scheme: str = "merge",
     def close(pieces, cls, l):
         """What layer ``l`` complete passes on: pieces and cluster-layers still read."""
         up = g.higher[l]
-        return (l, frozenset(p for p in pieces if g.union(g.parents, p) & up),
-                frozenset(c for c in cls if g.union(g.parents, c[0]) & up))
+        return (l, frozenset(p for p in pieces if g.parents_of(p) & up),
+                frozenset(c for c in cls if g.parents_of(c[0]) & up))
 
     # layer 0: every leaf is its own piece and cluster-layer
     pieces, cls, cost = set(), set(), 0.0
@@ -200,7 +207,7 @@ def optimal_mappings(network: Network, model: Any, scheme: str = "merge",
                     union = joined
                     for p in olds:
                         union |= p
-                    kids = g.union(g.children, joined)
+                    kids = g.facts(joined)[1]
                     c, msg = cluster_layer(joined, tuple(sorted((m, bool(m & union), msg)
                                                                 for m, msg in state[2] if m & kids)))
                     delta += c

@@ -66,15 +66,18 @@ def difference(expected: tuple, got: tuple) -> str | None:
     return None
 
 
-def sweep_cases(kind: str, seeds: range) -> list[tuple[str, object, object, str]]:
-    """(label, network, model, scheme): every graph under both schemes, with a dcmap
-    order (alternating) and the tie model."""
+MODELS = (("paper", PAPER), ("cpt", CPT), ("tie", TIE))
+
+
+def sweep_cases(kind: str, seeds) -> list[tuple[str, object, object, str]]:
+    """(label, network, model, scheme): each graph under both schemes, with the dcmap
+    model in either order or the tie model, in turn."""
     cases = []
     for seed in seeds:
         network = wide_network(seed) if kind == "wide" else random_network(seed, 12, 18)
-        for name, model in ((("paper", PAPER), ("cpt", CPT))[seed % 2], ("tie", TIE)):
-            for scheme in ("merge", "single"):
-                cases.append((f"{kind} {seed} {name} {scheme}", network, model, scheme))
+        name, model = MODELS[seed % len(MODELS)]
+        for scheme in ("merge", "single"):
+            cases.append((f"{kind} {seed} {name} {scheme}", network, model, scheme))
     return cases
 
 
@@ -169,23 +172,55 @@ def test_the_old_key_is_caught(monkeypatch):
     assert got[1] == 254
     with pytest.raises(AuditError, match="not layer-connected"):
         solve(load_network(DATA / "wide18.json"), PAPER, max_solutions=None)
-    wrong = disagreements(sweep_cases("wide", range(1, 3)))  # the sweep catches it too
+    wrong = disagreements(sweep_cases("wide", (1, 13)))  # the sweep catches it too
     assert len(wrong) >= 2, wrong
+
+
+# the mapping that wide16 lost with the old key: {a0, b5, t8} {h5, r6} {q1, z6} {q5, s1}
+TARGET = [frozenset({"a0", "b5", "t8"}), frozenset({"h5", "r6"}), frozenset({"q1", "z6"}), frozenset({"q5", "s1"})]
+
+
+def target_cost(ctx) -> float:
+    """1 for a cluster-layer of TARGET (its nodes in one cluster of TARGET, a child in
+    the same cluster exactly when TARGET has it there), 0.5 for q5 absorbing a0 in its
+    own cluster (a branch that can no longer reach TARGET, cheaper where it meets one that
+    can), 10 for anything else. On wide16, TARGET is the only optimum, at 16."""
+    if ctx.nodes == {"q5"} and any(c.same_cluster and "a0" in c.nodes for c in ctx.children):
+        return 0.5
+    home = next((c for c in TARGET if ctx.nodes <= c), ctx.nodes if len(ctx.nodes) == 1 else None)
+    if home is None or any(c.same_cluster != (c.nodes <= home) for c in ctx.children):
+        return 10.0
+    return 1.0
+
+
+def test_the_old_key_could_lose_the_optimal_cost(monkeypatch):
+    """The same flaw lost the optimum itself: with a cost model that rewards the mapping
+    wide16 lost, the old key proved 24 optimal; the optimum is 16."""
+    network, model = load_network(DATA / "wide16.json"), FunctionCost(target_cost)
+    truth = oracle_answer(network, model, "merge")
+    assert truth[:2] == (16.0, 1) and truth[2] == {frozenset(TARGET) | {frozenset({x}) for x in network.nodes
+                                                                        if not any(x in c for c in TARGET)}}
+    assert difference(truth, answer(solve(network, model, max_solutions=None))) is None
+    monkeypatch.setattr(importlib.import_module("dcmap_dist.solve"), "Problem", WithoutHeld)
+    old = solve(network, model, max_solutions=None)
+    assert old.proven_optimal and old.optimal_cost == 24.0
 
 
 # -- the sweep ------------------------------------------------------------------------------
 
 
 def test_the_search_agrees_with_the_oracle_quick():
-    assert not disagreements(sweep_cases("wide", range(0, 6)) + sweep_cases("random", range(0, 3)))
+    wrong = disagreements(sweep_cases("wide", (1, 3, 4, 7, 8, 14)) + sweep_cases("random", (1, 3, 4, 10)))
+    assert not wrong, "\n".join(wrong)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind,seeds", [("wide", range(6, 56)), ("wide", range(56, 106)),
-                                        ("random", range(3, 53)), ("random", range(53, 103))],
-                         ids=["wide-6-55", "wide-56-105", "random-3-52", "random-53-102"])
+@pytest.mark.parametrize("kind,seeds", [("wide", range(0, 50)), ("wide", range(50, 100)),
+                                        ("random", range(0, 50)), ("random", range(50, 100))],
+                         ids=["wide-0-49", "wide-50-99", "random-0-49", "random-50-99"])
 def test_the_search_agrees_with_the_oracle(kind, seeds):
-    """200 graphs of 12 to 18 nodes, both schemes, a dcmap order and the tie model."""
+    """200 graphs of 12 to 18 nodes, both schemes, the dcmap model in either order or
+    the tie model."""
     wrong = disagreements(sweep_cases(kind, seeds))
     assert not wrong, "\n".join(wrong)
 
@@ -194,9 +229,9 @@ def test_the_search_agrees_with_the_oracle(kind, seeds):
 @pytest.mark.ray
 @pytest.mark.usefixtures("ray_session")
 def test_two_workers_and_resumed_searches_agree_with_the_oracle(tmp_path):
-    """30 of those graphs on two workers, and stopped and resumed until proven."""
+    """20 more graphs on two workers, and stopped and resumed until proven."""
     rng = random.Random(29)
-    cases = sweep_cases("wide", range(200, 220)) + sweep_cases("random", range(200, 210))
+    cases = sweep_cases("wide", range(200, 214)) + sweep_cases("random", range(200, 206))
     wrong = []
     for k, (label, network, model, scheme) in enumerate(cases):
         truth = oracle_answer(network, model, scheme)

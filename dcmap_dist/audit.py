@@ -4,8 +4,8 @@ The search rebuilds its mappings from join masks and tied histories, and prices 
 by sums carried along its branches. Before a mapping is reported (a solution, or an
 improvement in the anytime trace), :class:`Audit` checks it without that machinery:
 each cluster against SPEC section 2 (:func:`mappings.cluster_problem`), and the whole
-mapping's cost with the cost model, cluster-layer by cluster-layer
-(:func:`cost.evaluate_mapping`). A mapping that fails is a flaw of the search, never of
+mapping's cost with the cost model, cluster-layer by cluster-layer as
+:func:`cost.evaluate_mapping` prices it. A mapping that fails is a flaw of the search, never of
 the input: :class:`AuditError` names the mapping and what is wrong, and nothing wrong
 is reported.
 """
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from .cost import CostContext, CostModel, evaluate_mapping
+from .cost import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
 from .mappings import cluster_problem, mapping_names
 from .network import Network
-from .structure import Topology
+from .structure import Topology, bits
 
 __all__ = ["Audit", "AuditError"]
 
@@ -43,7 +43,8 @@ class Audit:
         self.topo = topo or Topology(network)
         self._model = model
         self._clusters: dict[int, str | None] = {}
-        self._costs: dict[CostContext, tuple[float, Hashable]] = {}
+        self._layers: dict[tuple, tuple[float, int]] = {}  # a cluster-layer and its children's ids -> cost, id
+        self._answers: list[tuple[float, Hashable]] = []  # by id: the model's cost and message
 
     def check(self, clusters: tuple[int, ...] | list[int], cost: float) -> None:
         """Raise :class:`AuditError` unless ``clusters`` (node masks) is a feasible
@@ -62,19 +63,47 @@ class Audit:
                                                        f"infeasible under scheme {self.scheme}: {problem}"))
         if covered != topo.all_nodes:
             raise AuditError(self._named(clusters, "leaves nodes out"))
-        names = [topo.names(c) for c in clusters]
-        total = sum(part.cost for part in evaluate_mapping(self.network, names, self, graph=self.graph))
+        total = self.cost(clusters)
         if abs(total - cost) > TOLERANCE * max(abs(total), abs(cost)):
             raise AuditError(self._named(clusters, f"costs {total!r} by the cost model, not the {cost!r} "
-                                                   f"the search gave it"))
+                                                   "the search gave it (unless the cost model answers the same "
+                                                   "context differently from call to call)"))
 
-    def evaluate(self, ctx: CostContext) -> tuple[float, Hashable]:
-        """The model's answer for one cluster-layer, remembered (:func:`evaluate_mapping`
-        calls this)."""
-        got = self._costs.get(ctx)
-        if got is None:
-            got = self._costs[ctx] = self._model.evaluate(ctx)
-        return got
+    def cost(self, clusters: tuple[int, ...] | list[int]) -> float:
+        """The cost of a mapping by the cost model, cluster-layer by cluster-layer from
+        layer 0 up, as :func:`cost.evaluate_mapping` computes it (a test holds the two
+        equal). A cluster-layer's answer depends on its nodes and, recursively, on its
+        children's: each distinct one is asked of the model once, however many tied
+        mappings share it."""
+        topo = self.topo
+        cluster_of = {}
+        layers: dict[tuple[int, int], int] = {}
+        for k, cluster in enumerate(clusters):
+            for i in bits(cluster):
+                cluster_of[i] = k
+                layers[topo.layer[i], k] = layers.get((topo.layer[i], k), 0) | 1 << i
+        owner: dict[int, tuple[int, int]] = {}  # node -> (its cluster-layer's mask, key id)
+        total = 0.0
+        for (layer, k), members in sorted(layers.items()):
+            kids: dict[int, tuple[int, bool]] = {}
+            for i in bits(members):
+                for j in bits(topo.children[i]):
+                    mask, ident = owner[j]
+                    kids[mask] = (ident, cluster_of[j] == k)
+            key = (members, tuple(sorted(kids.values())))
+            got = self._layers.get(key)
+            if got is None:
+                children = sort_children(ChildClusterLayer(topo.names(mask), topo.layer[(mask & -mask).bit_length() - 1],
+                                                           same, self._answers[ident][1])
+                                         for mask, (ident, same) in kids.items())
+                ctx = CostContext(topo.names(members), layer, self.graph, children)
+                value, message = self._model.evaluate(ctx)
+                got = self._layers[key] = (checked_cost(value, ctx), len(self._answers))
+                self._answers.append((got[0], message))
+            total += got[0]
+            for i in bits(members):
+                owner[i] = (members, got[1])
+        return total
 
     def _named(self, clusters, problem: str) -> str:
         shown = " ".join("{" + ", ".join(c) + "}" for c in mapping_names(self.topo, clusters) if len(c) > 1)

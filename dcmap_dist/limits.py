@@ -58,6 +58,7 @@ class Stopwatch:
         self._next_memory = self.start + MEMORY_SECONDS
         self._progress_every = progress_every
         self._last_progress = self.start
+        self.reserve = 0.0  # seconds of the time limit kept for the final checkpoint's write
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
@@ -93,7 +94,7 @@ class Stopwatch:
         if now >= self._next_memory:
             self.peak_memory_mb = max(self.peak_memory_mb, memory_mb())
             self._next_memory = now + MEMORY_SECONDS
-        if limits.time_limit is not None and now - self.start >= limits.time_limit:
+        if limits.time_limit is not None and now - self.start >= limits.time_limit - self.reserve:
             return "time_limit"
         if limits.memory_limit_mb is not None and self.peak_memory_mb >= limits.memory_limit_mb:
             return "memory_limit"

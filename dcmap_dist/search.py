@@ -83,6 +83,9 @@ class Saver(Protocol):
     def due(self) -> bool:
         """True when the checkpoint interval has passed."""
 
+    def reserve(self, rows: int) -> float:
+        """Seconds that writing a checkpoint of about ``rows`` rows would take."""
+
     def save(self, parts: Iterable[SearchState], counters: dict[str, Any]) -> None:
         """Write a checkpoint of the component being searched."""
 
@@ -137,6 +140,8 @@ def dcmap_search(
 
     try:
         while True:
+            if saver is not None:  # the final checkpoint is written inside the time limit
+                watch.reserve = saver.reserve(explorer.open_count() + 2 * len(explorer.shard.entries))
             stop = explorer.step(watch, until=time.perf_counter() + STEP_SECONDS)
             report()
             if stop != "budget":

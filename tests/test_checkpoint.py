@@ -301,3 +301,210 @@ def test_tables_read_with_pyarrow_and_pandas(checkpointed):
     assert len(links) > 100 and links["record"].is_unique and (links["best"] > 0).all()
     branches = pandas.read_feather(newest / "branches.arrow")
     assert len(branches) > 0 and (branches["bound"] <= branches["cost"] + 1e9).all()
+
+
+# -- checkpoints that cannot lie or run code (issue 30) -----------------------------------------
+
+
+def rewrite_digests(folder: Path) -> None:
+    """Recompute a generation's SHA256SUMS after an edit (what a deliberate alteration does)."""
+    import hashlib
+
+    from dcmap_dist.checkpoint import DIGESTS, FILES
+
+    (folder / DIGESTS).write_text("".join(f"{hashlib.sha256((folder / n).read_bytes()).hexdigest()}  {n}\n"
+                                          for n in FILES))
+
+
+def edit_metadata(folder: Path, change, digests: bool = True) -> None:
+    meta = json.loads((folder / "metadata.json").read_text())
+    change(meta)
+    (folder / "metadata.json").write_text(json.dumps(meta))
+    if digests:
+        rewrite_digests(folder)
+
+
+def whole_child() -> tuple:
+    return summary(solve(load_network("child"), max_solutions=None))
+
+
+def test_an_edited_best_cost_is_refused_never_resumed(checkpointed):
+    """A lower g_min, digests recomputed: refused naming the field (before, it resumed to
+    a wrong cost reported as proven). Without recomputed digests the generation is
+    damaged, the one before it is used, and the answer is exact."""
+    newest, previous = generations(checkpointed)
+    edit_metadata(newest, lambda meta: meta["counters"].update(g_min=meta["counters"]["g_min"] * 0.9))
+    with pytest.raises(CheckpointError, match="counters.g_min"):
+        solve(None, resume=checkpointed, max_solutions=None)
+    code = dcmap("resume", str(checkpointed))
+    assert code.returncode == 2 and "counters.g_min" in code.stderr, code.stderr
+    edit_metadata(newest, lambda meta: None, digests=False)
+    (newest / "metadata.json").write_text((newest / "metadata.json").read_text() + " ")
+    assert summary(solve(None, resume=checkpointed, max_solutions=None)) == whole_child()
+
+
+@pytest.mark.parametrize("field,change", [
+    ("component", lambda meta: meta.update(component=1)),
+    ("first_cost", lambda meta: meta["counters"].update(first_cost=meta["counters"]["first_cost"] - 1)),
+    ("network_hash", lambda meta: meta["network"]["nodes"][0].update(states=7)),
+    ("iterations", lambda meta: meta["counters"].update(iterations=-5)),
+])
+def test_altered_metadata_is_refused_naming_the_field(checkpointed, field, change):
+    for folder in generations(checkpointed):
+        edit_metadata(folder, change)
+    with pytest.raises(CheckpointError, match=field):
+        solve(None, resume=checkpointed, max_solutions=None)
+
+
+def test_no_pickle_is_ever_read_without_trust(checkpointed, tmp_path):
+    """A pickle planted in the messages table would run code when read: it is never read
+    unless the caller trusts the folder (and the folder says it holds pickles)."""
+    import pickle
+
+    import pyarrow as pa
+    import pyarrow.ipc
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    newest = generations(checkpointed)[0]
+    path = newest / "messages.arrow"
+    table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    rows = table.to_pylist()
+    rows[0] = {"id": rows[0]["id"], "codec": "pickle", "value": pickle.dumps(Payload())}
+    with pa.ipc.new_file(str(path), SCHEMAS["messages"]) as writer:
+        writer.write_table(pa.Table.from_pylist(rows, schema=SCHEMAS["messages"]))
+    edit_metadata(newest, lambda meta: meta.update(pickled_messages=True))
+    with pytest.raises(CheckpointError, match="trust"):
+        solve(None, resume=checkpointed)
+    code = dcmap("resume", str(checkpointed))
+    assert code.returncode == 2 and "--trust-checkpoint" in code.stderr and not marker.exists()
+    edit_metadata(newest, lambda meta: meta.update(pickled_messages=False))  # a pickle it does not declare
+    result = solve(None, resume=checkpointed, max_solutions=None)  # damaged: the one before it is used
+    assert summary(result) == whole_child() and not marker.exists()
+
+
+def test_a_checkpoint_of_an_older_format_is_refused_by_its_version(checkpointed, tmp_path):
+    """Formats 1 and 2 stored keys as pickles: refused by their number, nothing read."""
+    for folder in generations(checkpointed):
+        (folder / "SHA256SUMS").unlink()
+        edit_metadata(folder, lambda meta: meta.update(format=2), digests=False)
+    with pytest.raises(CheckpointError, match="checkpoint format 2"):
+        solve(None, resume=checkpointed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_bit_flips_never_give_a_wrong_answer(pristine, seed):
+    """One bit flipped anywhere in any file of the newest generation: the resumed search
+    uses the generation before it and gives the exact answer (before, flips gave wrong
+    answers reported as proven, or crashed the resume)."""
+    rng = random.Random(seed)
+    truth = whole_child()
+    checkpointed = pristine
+    newest = generations(checkpointed)[0]
+    backup = {path.name: path.read_bytes() for path in newest.iterdir()}
+    for name in sorted(backup):
+        data = bytearray(backup[name])
+        for _ in range(2):
+            position = rng.randrange(len(data))
+            data[position] ^= 1 << rng.randrange(8)
+        (newest / name).write_bytes(bytes(data))
+        try:
+            got = summary(solve(None, resume=checkpointed, max_solutions=None))
+        except CheckpointError:
+            got = None  # refused: never a wrong answer
+        assert got in (truth, None), f"a flip in {name} gave {got}"
+        for folder in generations(checkpointed):  # the resume wrote new generations: start again
+            shutil.rmtree(folder)
+        shutil.copytree(checkpointed.parent / "pristine", checkpointed, dirs_exist_ok=True)
+        newest = generations(checkpointed)[0]
+
+
+@pytest.fixture()
+def pristine(checkpointed) -> Path:
+    shutil.copytree(checkpointed, checkpointed.parent / "pristine")
+    return checkpointed
+
+
+@pytest.mark.parametrize("case", ["file", "under-a-file", "same-as-output", "inside-the-package"])
+def test_the_checkpoint_folder_is_checked_before_the_search(tmp_path, case):
+    from dcmap_dist.outputs import PACKAGE
+
+    (tmp_path / "plain").write_text("x")
+    folder = {"file": tmp_path / "plain", "under-a-file": tmp_path / "plain" / "ck",
+              "same-as-output": tmp_path / "ck", "inside-the-package": PACKAGE / "ck"}[case]
+    output = tmp_path / "ck" / "result.json" if case == "same-as-output" else tmp_path / "result.json"
+    started = time.monotonic()
+    run = dcmap("solve", "seagrass-2tbn", "--slices", "3", "--checkpoint", str(folder), "-o", str(output), "-q")
+    assert run.returncode == 2 and "--checkpoint" in run.stderr, run.stderr
+    assert not output.exists() and not (PACKAGE / "ck").exists()
+    assert time.monotonic() - started < 60  # refused before the search, not at its end
+
+
+def test_a_folder_in_use_by_another_run_is_refused(tmp_path):
+    from dcmap_dist.checkpointing import CheckpointFolder
+
+    held = CheckpointFolder(tmp_path / "ck")
+    try:
+        with pytest.raises(CheckpointError, match="in use by another run"):
+            solve(load_network("asia"), checkpoint=tmp_path / "ck")
+    finally:
+        held.close()
+    assert not (tmp_path / "ck").exists()  # made by the holder, nothing written: removed
+
+
+def test_a_folder_holding_another_search_is_refused_unless_fresh(checkpointed):
+    with pytest.raises(CheckpointError, match="already holds a checkpoint"):
+        solve(load_network("asia"), checkpoint=checkpointed)
+    result = solve(load_network("asia"), checkpoint=checkpointed, fresh_checkpoint=True, max_solutions=None)
+    assert result.proven_optimal and len(generations(checkpointed)) == 1
+    assert summary(solve(None, resume=checkpointed, max_solutions=None)) == summary(result)
+
+
+def test_the_final_checkpoint_is_written_inside_the_time_limit(tmp_path, monkeypatch):
+    """The search stops early enough to write its last checkpoint within the limit: here
+    the write is said to need more than the whole limit, so it stops at once."""
+    from dcmap_dist.checkpointing import Checkpointer
+
+    monkeypatch.setattr(Checkpointer, "reserve", lambda self, rows: 1e6)
+    result = solve(load_network("child"), time_limit=100, checkpoint=tmp_path / "ck")
+    assert result.stop_reason == "time_limit" and result.iterations < 1000 and generations(tmp_path / "ck")
+
+
+class Opaque:
+    """A message with no plain encoding (a user's class)."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Opaque) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(("opaque", self.value))
+
+    def __repr__(self) -> str:  # tie_cost reads messages by their repr
+        return f"Opaque({self.value})"
+
+
+def opaque_cost(ctx):
+    """Costs of the tie model, with messages that only pickle can store."""
+    from search_costs import tie_cost
+
+    cost, message = tie_cost(ctx)
+    return cost, Opaque(message)
+
+
+def test_pickled_messages_resume_only_when_trusted(tmp_path):
+    from dcmap_dist.cost import FunctionCost
+
+    network, model = random_network(11, 8, 10), FunctionCost(opaque_cost)
+    whole = solve(network, model, max_solutions=None)
+    folder = tmp_path / "ck"
+    solve(network, model, max_iterations=max(1, whole.iterations // 3), checkpoint=folder)
+    with pytest.raises(CheckpointError, match="pickles"):
+        solve(network, model, resume=folder, max_solutions=None)
+    assert summary(solve(network, model, resume=folder, trust_checkpoint=True, max_solutions=None)) == summary(whole)

@@ -1,0 +1,145 @@
+"""Plain encodings of a search's values for checkpoints, read back without running code.
+
+* **Messages** (the cost model's values, SPEC 4.1) as JSON text with tags: ``null``,
+  ``true``, numbers (an integer has no decimal point, a float always has one or an
+  exponent), strings, ``["t", ...]`` for a tuple, ``["s", ...]`` for a frozenset (items
+  in a canonical order) and ``["b", hex]`` for bytes. The built-in models' messages
+  (frozensets of node names) and most user models' (numbers, strings, tuples) fit.
+  A message of any other type (a user's class) has no plain encoding:
+  :func:`encode_message` returns None and the checkpoint stores a pickle instead,
+  which is read back only when the user says they trust the folder.
+* **Link keys** (:meth:`engine.Problem.link_key`) as nested Arrow columns of masks,
+  integers and message ids (:data:`KEY_FIELDS`), both the ``lean`` and the ``full`` key.
+
+Decoding checks the shape of what it reads and raises ValueError naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+__all__ = ["encode_message", "decode_message", "KEY_FIELDS", "key_columns", "columns_key",
+           "mask_bytes", "bytes_mask"]
+
+MAX_DEPTH = 64  # nesting of a message (a deeper one is stored as a pickle)
+
+
+def mask_bytes(mask: int) -> bytes:
+    """A node mask as little-endian bytes (bit i is node i of the component)."""
+    return mask.to_bytes(max(1, (mask.bit_length() + 7) // 8), "little")
+
+
+def bytes_mask(data: bytes) -> int:
+    return int.from_bytes(data, "little")
+
+
+# -- messages ---------------------------------------------------------------------------
+def _plain(value: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise TypeError("nested too deep")
+    kind = type(value)
+    if value is None or kind in (bool, int, float, str):
+        return value
+    if kind is tuple:
+        return ["t", *(_plain(item, depth + 1) for item in value)]
+    if kind is frozenset:
+        items = [_plain(item, depth + 1) for item in value]
+        return ["s", *sorted(items, key=lambda item: json.dumps(item, sort_keys=True))]
+    if kind is bytes:
+        return ["b", value.hex()]
+    raise TypeError(f"no plain encoding for {kind.__name__}")
+
+
+def encode_message(message: Hashable) -> str | None:
+    """``message`` as tagged JSON text, or None if it has no plain encoding."""
+    try:
+        return json.dumps(_plain(message, 0), separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _value(data: Any, depth: int) -> Hashable:
+    if depth > MAX_DEPTH:
+        raise ValueError("a message nested too deep")
+    if data is None or type(data) in (bool, int, float, str):
+        return data
+    if type(data) is list and data and data[0] in ("t", "s", "b"):
+        tag, items = data[0], data[1:]
+        if tag == "b":
+            if len(items) != 1 or type(items[0]) is not str:
+                raise ValueError("a malformed bytes message")
+            return bytes.fromhex(items[0])
+        values = [_value(item, depth + 1) for item in items]
+        return tuple(values) if tag == "t" else frozenset(values)
+    raise ValueError(f"not a message encoding: {json.dumps(data)[:80]}")
+
+
+def decode_message(text: str) -> Hashable:
+    """The inverse of :func:`encode_message`; ValueError if ``text`` is not one."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"a message that is not JSON ({exc})") from None
+    return _value(data, 0)
+
+
+# -- link keys --------------------------------------------------------------------------
+_MEMBERS_MESSAGE = pa.list_(pa.struct([("members", pa.binary()), ("message", pa.int64())]))
+KEY_FIELDS = [  # the columns of a link key (the links table adds component, best, record)
+    ("layer", pa.int32()),
+    ("assigned", pa.binary()),  # null at a completed layer
+    ("fixed", pa.binary()),  # lean, inside a layer: components fixed at it
+    ("held", pa.binary()),  # lean, inside a layer: components holding a node of it
+    ("parts", pa.list_(pa.struct([("frontier", _MEMBERS_MESSAGE), ("outside", pa.binary())]))),  # lean
+    ("blocked", pa.list_(pa.struct([("first", pa.int32()), ("second", pa.int32())]))),  # lean
+    ("comps", pa.list_(pa.struct([("members", pa.binary()), ("fixed", pa.bool_())]))),  # full
+    ("cls", _MEMBERS_MESSAGE),  # full
+]
+
+
+_EMPTY_KEY = dict.fromkeys(name for name, _ in KEY_FIELDS)
+
+
+def key_columns(key: tuple, kind: str, ids: Mapping[Hashable, int], masks: Mapping[int, bytes]) -> dict[str, Any]:
+    """A link key of kind ``lean`` or ``full`` as the values of :data:`KEY_FIELDS`;
+    ``ids[message]`` numbers its messages and ``masks[mask]`` gives a mask's bytes
+    (:func:`mask_bytes`; mappings that remember, for a write of millions of keys)."""
+    head, second, third = key
+    row: dict[str, Any] = dict(_EMPTY_KEY)
+    if isinstance(head, tuple):
+        row["layer"], row["assigned"] = head[0], masks[head[1]]
+        if kind == "lean":
+            row["fixed"], row["held"] = masks[head[2]], masks[head[3]]
+    else:
+        row["layer"] = head
+    if kind == "lean":
+        row["parts"] = [{"frontier": [{"members": masks[m], "message": ids[msg]} for m, msg in items],
+                         "outside": masks[outside]} for items, outside in second]
+        row["blocked"] = [{"first": i, "second": j} for i, j in third]
+    else:
+        row["comps"] = [{"members": masks[m], "fixed": fixed} for m, fixed in second]
+        row["cls"] = [{"members": masks[m], "message": ids[msg]} for m, msg in third]
+    return row
+
+
+def columns_key(row: dict[str, Any], kind: str, message: Callable[[int], Hashable]) -> tuple:
+    """The inverse of :func:`key_columns` (``message`` looks an id up); ValueError if the
+    row does not hold a key of that kind."""
+    try:
+        layer = row["layer"]
+        inside = row["assigned"] is not None
+        if kind == "lean":
+            head = (layer, bytes_mask(row["assigned"]), bytes_mask(row["fixed"]), bytes_mask(row["held"])) \
+                if inside else layer
+            parts = tuple((tuple((bytes_mask(c["members"]), message(c["message"])) for c in part["frontier"]),
+                           bytes_mask(part["outside"])) for part in row["parts"])
+            return head, parts, tuple((pair["first"], pair["second"]) for pair in row["blocked"])
+        head = (layer, bytes_mask(row["assigned"])) if inside else layer
+        comps = tuple((bytes_mask(c["members"]), bool(c["fixed"])) for c in row["comps"])
+        return head, comps, tuple((bytes_mask(c["members"]), message(c["message"])) for c in row["cls"])
+    except (TypeError, KeyError) as exc:
+        raise ValueError(f"not a {kind} link key ({type(exc).__name__}: {exc})") from None

@@ -4,6 +4,7 @@ and the pictures ``plot`` and ``draw``."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -12,7 +13,7 @@ import signal
 import sys
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,8 @@ MAX_SOLVE_NODES = 10_000
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dcmap`` console script; returns the exit code: 0 done (a
     solve proven optimal), 1 internal error, 2 bad input or usage, 3 a solve stopped by
-    a limit (its best result written). See the README's Troubleshooting."""
+    a limit (its best result written), 4 interrupted by a signal, 5 its Ray was lost (the
+    best result written either way). See the README's Troubleshooting."""
     try:
         args = _parser().parse_args(argv)
     except SystemExit as stop:  # --help, --version, or a usage error already printed
@@ -103,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="dcmap", description="Optimal clustering of Bayesian network nodes with dependent costs (DCMAP).",
         epilog=f"Bundled example networks, usable by name: {', '.join(bundled_examples())}. Exit codes: 0 done "
                "(proven optimal), 1 internal error, 2 bad input or usage, 3 stopped by a limit (best result "
-               "written), 4 interrupted (best result written).",
+               "written), 4 interrupted, 5 Ray lost (best result written either way).",
     )
     parser.add_argument("--version", action="version", version=f"dcmap {__version__} ({describe()})")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
@@ -173,7 +175,7 @@ def _run_options(parser: argparse.ArgumentParser, resuming: bool = False) -> Non
     parser.add_argument("--time-limit", type=_POSITIVE, metavar="S", help=f"stop after S seconds{counted}")
     parser.add_argument("--max-iterations", type=_POSITIVE_INT, metavar="N",
                         help=f"stop after N iterations{counted}")
-    parser.add_argument("--memory-limit", type=_POSITIVE, metavar="MB", help="stop above MB MiB of memory")
+    parser.add_argument("--memory-limit", type=_POSITIVE, metavar="MB", help="stop above MB MiB of memory (with --workers: the coordinator and the workers together)")
     parser.add_argument("--max-solutions", type=_COUNT, default=10_000, metavar="N",
                         help="list at most N optimal mappings (default 10000; 0: all); all are counted")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the result JSON to FILE ('-' for stdout)")
@@ -191,6 +193,12 @@ def _run_options(parser: argparse.ArgumentParser, resuming: bool = False) -> Non
     if not resuming:
         parser.add_argument("--checkpoint", metavar="DIR",
                             help="write checkpoints (Arrow tables) to DIR, to resume with 'dcmap resume DIR'")
+        parser.add_argument("--fresh-checkpoint", action="store_true",
+                            help="discard a checkpoint already in --checkpoint DIR (else it is refused)")
+    else:
+        parser.add_argument("--trust-checkpoint", action="store_true",
+                            help="read the messages of a user cost model that the checkpoint stores as Python "
+                                 "pickles (they can run code: only for a folder you trust)")
     parser.add_argument("--checkpoint-every", type=_POSITIVE, metavar="S",
                         help="seconds between checkpoints (default 600); one is also written when a "
                              "limit or a signal stops the search")
@@ -264,9 +272,12 @@ def _cost(args: argparse.Namespace) -> int:
             "cluster_layers": [{"nodes": sorted(r.nodes), "layer": r.layer, "cost": _finite(r.cost)} for r in rows],
         }, indent=1))
         return 0
-    for row in rows:
-        print(f"layer {row.layer}  {row.cost:12.1f}  {', '.join(sorted(row.nodes))}")
-    print(f"total {total:.1f}")
+    owner = {x: k for k, cluster in enumerate(sorted(clusters, key=sorted)) for x in cluster}
+    shown = sorted(rows, key=lambda r: (owner[next(iter(r.nodes))], r.layer))
+    print(f"{'cluster':>7}  {'layer':>5}  {'cost':>12}  nodes")
+    for row in shown:
+        print(f"{owner[next(iter(row.nodes))] + 1:>7}  {row.layer:>5}  {row.cost:12.1f}  {', '.join(sorted(row.nodes))}")
+    print(f"total {total:.1f} ({len(clusters)} clusters, {len(rows)} cluster-layers)")
     return 0
 
 
@@ -278,6 +289,10 @@ def _finite(value: float) -> float | None:
 def _solve(args: argparse.Namespace) -> int:
     if args.output and args.output != "-":
         check_output(Path(args.output), [Path(args.network)])
+    if args.checkpoint:
+        from .checkpointing import check_checkpoint_path  # imports pyarrow
+
+        check_checkpoint_path(Path(args.checkpoint), args.output and Path(args.output))
     try:
         network = _load(args, MAX_UNROLLED_NODES if args.force else MAX_SOLVE_NODES)
     except TooLarge as exc:
@@ -289,15 +304,16 @@ def _solve(args: argparse.Namespace) -> int:
     return _search(args, network, dict(
         cost=args.cost, scheme=args.scheme, method=args.method, alpha=args.alpha, seed=args.seed,
         order=args.order, addition=args.addition, key=args.link_key, use_bound=not args.no_bound,
-        checkpoint=args.checkpoint))
+        checkpoint=args.checkpoint, fresh_checkpoint=args.fresh_checkpoint))
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from .checkpointing import Resume  # imports pyarrow
+    from .checkpointing import Resume, check_checkpoint_path  # imports pyarrow
 
     if args.output and args.output != "-":
         check_output(Path(args.output), [])
-    resumed = Resume(Path(args.checkpoint))
+    check_checkpoint_path(Path(args.checkpoint), args.output and Path(args.output))
+    resumed = Resume(Path(args.checkpoint), args.trust_checkpoint)
     meta = resumed.metadata
     if meta["cost_spec"] is None:
         raise ValueError(f"checkpoint {args.checkpoint} was made with a cost model given as a Python object; "
@@ -306,7 +322,7 @@ def _resume(args: argparse.Namespace) -> int:
     return _search(args, None, dict(
         cost=meta["cost_spec"], scheme=meta["scheme"], alpha=meta["alpha"], seed=meta["seed"],
         order=params.get("order", "cpt"), addition=params.get("addition", 0.6), key=meta["link_key"],
-        use_bound=meta["use_bound"], resume=args.checkpoint))
+        use_bound=meta["use_bound"], resume=resumed))
 
 
 def _search(args: argparse.Namespace, network: Network | None, settings: dict[str, Any]) -> int:
@@ -317,19 +333,28 @@ def _search(args: argparse.Namespace, network: Network | None, settings: dict[st
     INTERRUPT.clear()
     handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        result = solve(
-            network, time_limit=args.time_limit, max_iterations=args.max_iterations,
-            memory_limit_mb=args.memory_limit, max_solutions=args.max_solutions or None,
-            on_improvement=progress.improved, on_progress=progress.update,
-            workers=args.workers, address=args.address, link_table=args.link_table,
-            snapshot_every=args.snapshot_every, checkpoint_every=args.checkpoint_every, **settings,
-        )
+        with _stdout_to_stderr():
+            result = solve(
+                network, time_limit=args.time_limit, max_iterations=args.max_iterations,
+                memory_limit_mb=args.memory_limit, max_solutions=args.max_solutions or None,
+                on_improvement=progress.improved, on_progress=progress.update,
+                workers=args.workers, address=args.address, link_table=args.link_table,
+                snapshot_every=args.snapshot_every, checkpoint_every=args.checkpoint_every, **settings,
+            )
     finally:
         progress.close()
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     result.command = args.command
-    status = 0 if result.proven_optimal else 4 if result.stop_reason == "interrupted" else 3
+    status = 0 if result.proven_optimal else STOPPED.get(result.stop_reason, 3)
+    if result.stop_reason == "ray_lost":
+        lost = next((c["distributed"]["lost"] for c in result.components if "lost" in c.get("distributed", {})), "")
+        folder = settings.get("checkpoint") or settings.get("resume")
+        folder = getattr(folder, "directory", folder)
+        again = f"go on from its last checkpoint with: dcmap resume {folder}" if folder else \
+            "without --checkpoint it starts again from the beginning"
+        print(f"dcmap: Ray was lost during the search ({lost}); the best mapping found so far is in the result; "
+              f"{again}", file=sys.stderr)
     if args.output == "-":
         print(result.to_json())
         return status
@@ -337,6 +362,30 @@ def _search(args: argparse.Namespace, network: Network | None, settings: dict[st
         _write_result(Path(args.output), result.to_json() + "\n")
     _summary(result, args.output)
     return status
+
+
+STOPPED = {"interrupted": 4, "ray_lost": 5}  # exit codes of an unproven solve; others (a limit): 3
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """While a search runs, whatever is printed on standard output (Ray, or a user's
+    cost function; also by the processes started meanwhile) goes to standard error:
+    standard output carries only what the user asked for (``--output -`` stays valid
+    JSON)."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no standard output at all
+        yield
+        return
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _check_memory_limit(limit_mb: float | None) -> None:
@@ -409,12 +458,35 @@ def _draw(args: argparse.Namespace) -> int:
     except MappingError as exc:
         raise MappingError(f"the mapping drawn from {args.result} does not fit {network.name}: {exc} "
                            "(was the result solved on this network, with the same --slices?)") from None
+    costs, note = _cluster_costs(network, clusters, result.get("cost_model"))
     try:
-        drawing.draw_clusters(network, clusters, output, args.title or f"{network.name}: {what}")
+        drawing.draw_clusters(network, clusters, output, args.title or f"{network.name}: {what}", costs)
     except plots.MissingMatplotlib as exc:
         return _missing(exc)
+    if note:
+        print(f"note: {note}")
     print(f"clusters written to {output}")
     return 0
+
+
+def _cluster_costs(network: Network, clusters: list[list[str]],
+                   described: Any) -> tuple[list[float] | None, str | None]:
+    """Each cluster's cost (its cluster-layers' costs added up) under the cost model a
+    result names, or None with a note saying why not (a model that cannot be rebuilt)."""
+    if not isinstance(described, dict) or not isinstance(described.get("name"), str):
+        return None, "the result names no cost model: the legend shows no costs"
+    name = described["name"]
+    try:
+        model = load_cost(name, order=described.get("order", "cpt"), addition=described.get("addition", 0.6)) \
+            if name == "dcmap" else load_cost(name)
+        rows = evaluate_mapping(network, clusters, model)
+    except (ImportError, AttributeError, ValueError, CostError) as exc:
+        return None, f"cost model {name} cannot be rebuilt here ({exc}): the legend shows no costs"
+    owner = {x: k for k, cluster in enumerate(clusters) for x in cluster}
+    costs = [0.0] * len(clusters)
+    for row in rows:
+        costs[owner[next(iter(row.nodes))]] += row.cost
+    return costs, None
 
 
 def _picture_paths(args: argparse.Namespace, suffix: str,

@@ -14,7 +14,7 @@ import ray
 
 from .engine import Branch, within
 from .explorer import Explorer
-from .limits import Limits
+from .limits import Limits, memory_mb
 from .linking import Improvement, LinkShard, gather_histories, route
 from .state import Resumption, SearchState
 from .worker import SearchSpec, Worker, marshallable, packed, unpacked
@@ -72,7 +72,9 @@ class Coordinator:
         self.stats = [dict(IDLE_STATS) for _ in range(self.size)]  # each worker's last step
         self.stop: str | None = None
         self.histories: dict[int, list] = {}  # every history the final entry reaches, once finished
-        self.peak_memory = 0.0
+        self.peak_memory = 0.0  # of the coordinator and the workers together (MiB)
+        self.coordinator_memory = 0.0  # of the coordinator alone (MiB)
+        self.worker_memory = [0.0] * self.size  # each worker's, at its last step
         # each worker's submitted steps (their result refs), oldest first: it runs them in order
         self.running: list[list[list[Any]]] = [[] for _ in range(self.size)]
         self.depth = QUEUED_STEPS if limits.max_iterations is None else 1  # caps need each step's end
@@ -186,7 +188,19 @@ class Coordinator:
             return "time_limit"
         if limits.max_iterations is not None and self.iterations >= limits.max_iterations:
             return "max_iterations"
+        if limits.memory_limit_mb is not None and self._memory() >= limits.memory_limit_mb:
+            return "memory_limit"
         return None
+
+    def _memory(self) -> float:
+        """The memory of the search's processes together, the coordinator's own (which
+        holds the link table with ``link_table="coordinator"``) included; the peak is kept
+        and reported. The memory limit applies to this sum."""
+        own = memory_mb()
+        self.coordinator_memory = max(self.coordinator_memory, own)
+        total = own + sum(self.worker_memory)
+        self.peak_memory = max(self.peak_memory, total)
+        return total
 
     def _turn(self) -> None:
         """Start a step on every free worker that has work, then absorb the steps that
@@ -277,7 +291,8 @@ class Coordinator:
         self.totals["received"] += s["received"]
         self.totals["sent"] += sum(s["sent"])
         self.totals["bytes"] += s["bytes"]
-        self.peak_memory = max(self.peak_memory, s["memory_mb"])
+        self.worker_memory[i] = s["memory_mb"]
+        self._memory()
         arrivals = []
         for j, count in enumerate(s["sent"]):
             if count:
@@ -448,6 +463,8 @@ class Coordinator:
             "done": self.stop is not None, "iterations": self.iterations, "best": self.table.g_min,
             "lower_bound": self.least_bound(),
             "open": sum(s["open"] for s in self.stats) + sum(map(len, self.hands)) + self.table.open_count(),
+            "records": sum(s.get("records", 0) for s in self.stats)
+            + (len(self.table.shard.entries) if self.table.shard is not None else 0),
             "workers": len(self.workers), "elapsed": elapsed,
             "rate": self.iterations / elapsed if elapsed > 0 else 0.0, "memory_mb": self.peak_memory,
             "trace": list(self.trace),
@@ -483,7 +500,7 @@ class Coordinator:
             "stop": self.stop, "iterations": self.iterations, "trace": list(self.trace),
             "final": finals[0] if finals else None,
             "lower_bound": self.table.g_min if self.stop == "finished" else self.exact_least_bound(),
-            "memory_mb": self.peak_memory, "link_records": records,
+            "memory_mb": self.peak_memory, "coordinator_memory_mb": self.coordinator_memory, "link_records": records,
             "elapsed": self.elapsed(), "worker_busy": busy, "workers": self.size,
             "link_table": self.settings["link_table"], **self.totals,
         }

@@ -48,6 +48,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from .limits import INTERRUPT
 from .network import Network
 from .structure import layer_nodes, layers, scientific
 
@@ -592,6 +593,13 @@ class UserCost:
             return getattr(self.model, method)(*args)
         except Exception as exc:  # the user's code may fail in any way
             raise CostError(f"cost model {self.name}: {method} failed{_where(at)}: {type(exc).__name__}: {exc}") from exc
+        except (SystemExit, KeyboardInterrupt) as exc:
+            if isinstance(exc, KeyboardInterrupt) and INTERRUPT.is_set():
+                raise  # the user's second Ctrl-C, which the command line turns into this
+            # the user's code called sys.exit() or raised it: an error of that code, not an
+            # end of the solve (which would leave no result and exit 0)
+            raise CostError(f"cost model {self.name}: {method}{_where(at)} raised {type(exc).__name__}"
+                            f"{f'({exc})' if str(exc) else ''}: a cost model must return, not exit") from exc
 
     def _number(self, method: str, at: Any, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
@@ -691,13 +699,11 @@ class ClusterLayerCost(NamedTuple):
 
 
 def evaluate_mapping(
-    network: Network, clusters: Iterable[Iterable[str]], model: CostModel, graph: Network | None = None
+    network: Network, clusters: Iterable[Iterable[str]], model: CostModel
 ) -> list[ClusterLayerCost]:
     """Cost of every cluster-layer of a mapping, from layer 0 up (no feasibility check).
 
-    Within a layer, cluster-layers go by their sorted node names. ``graph`` is what the
-    cost contexts carry when ``network`` is one weakly connected component of it (the
-    ``paper`` order reads the whole network's layers); by default ``network`` itself.
+    Within a layer, cluster-layers go by their sorted node names.
     """
     layer = layers(network)
     cluster_of: dict[str, int] = {}
@@ -722,7 +728,7 @@ def evaluate_mapping(
                 if c_nodes not in children:
                     same = cluster_of[y] == k
                     children[c_nodes] = ChildClusterLayer(c_nodes, c_layer, same, message)
-        ctx = CostContext(nodes, l, graph or network, sort_children(children.values()))
+        ctx = CostContext(nodes, l, network, sort_children(children.values()))
         value, message = model.evaluate(ctx)
         result.append(ClusterLayerCost(nodes, l, checked_cost(value, ctx)))
         for x in nodes:

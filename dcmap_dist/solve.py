@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import numbers
+import os
 import platform
 import time
 from datetime import datetime, timezone
@@ -135,7 +137,9 @@ def solve(
     snapshot_every: float | None = 30.0,
     checkpoint: str | Path | None = None,
     checkpoint_every: float | None = None,
-    resume: str | Path | None = None,
+    resume: str | Path | Any | None = None,
+    fresh_checkpoint: bool = False,
+    trust_checkpoint: bool = False,
 ) -> SolveResult:
     """Find every optimal cluster mapping of ``network`` (a Network, or anything
     :func:`~dcmap_dist.loading.load_network` loads: a path, a bundled example's name, ...).
@@ -172,33 +176,81 @@ def solve(
     from the resumption); ``network`` may then be None (the checkpoint holds it),
     and the search keeps checkpointing to the same folder unless ``checkpoint``
     says otherwise. A checkpoint of another network, cost model or settings is
-    refused with an error naming what differs.
+    refused with an error naming what differs, and so is a damaged or altered one
+    (docs/checkpoints.md). The folder is locked while the solve uses it; one that
+    holds another search's checkpoint is refused unless ``fresh_checkpoint``
+    (discard it). A user cost model's messages that only pickle can store are read
+    back only with ``trust_checkpoint`` (a pickle can run code).
     """
+    _check_arguments(time_limit, max_iterations, memory_limit_mb, alpha, seed, max_solutions, workers,
+                     checkpoint_every, snapshot_every)
+    check_scheme(scheme)
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
+    if resume is not None and checkpoint is None:
+        checkpoint = resume.directory if hasattr(resume, "directory") else resume
+    folder = None
+    if checkpoint is not None:
+        if method != "dcmap":
+            raise ValueError(f"checkpoints are written by the dcmap method only, not {method}")
+        from .checkpointing import CheckpointFolder  # imports pyarrow
+
+        resumed_from = None if resume is None else getattr(resume, "directory", resume)
+        continuing = resumed_from is not None and os.path.realpath(resumed_from) == os.path.realpath(checkpoint)
+        folder = CheckpointFolder(Path(checkpoint), continuing=continuing, fresh=fresh_checkpoint)
+    try:
+        return _solve_in(network, cost, scheme, method, alpha, seed, time_limit, max_iterations, memory_limit_mb,
+                         order, addition, on_improvement, on_progress, key, use_bound, max_solutions, workers,
+                         address, link_table, snapshot_every, folder, checkpoint_every, resume, trust_checkpoint)
+    finally:
+        if folder is not None:
+            folder.close()
+
+
+def _check_arguments(time_limit, max_iterations, memory_limit_mb, alpha, seed, max_solutions, workers,
+                     checkpoint_every, snapshot_every) -> None:
+    """The ValueError the command line's parser would give for a bad argument of solve()."""
+    def positive(name: str, value: Any, integer: bool = False) -> None:
+        if value is None:
+            return
+        kind = numbers.Integral if integer else numbers.Real
+        if isinstance(value, bool) or not isinstance(value, kind) or not (0 < value < math.inf):
+            raise ValueError(f"{name} must be a positive {'integer' if integer else 'number'} or None, got {value!r}")
+
+    positive("time_limit", time_limit)
+    positive("max_iterations", max_iterations, integer=True)
+    positive("memory_limit_mb", memory_limit_mb)
+    positive("max_solutions", max_solutions, integer=True)
+    positive("checkpoint_every", checkpoint_every)
+    positive("snapshot_every", snapshot_every)
+    if workers is None:
+        raise ValueError("workers must be a positive integer, got None")
+    positive("workers", workers, integer=True)
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 <= alpha <= 1:
+        raise ValueError(f"alpha must be a probability from 0 to 1, got {alpha!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+
+
+def _solve_in(network, cost, scheme, method, alpha, seed, time_limit, max_iterations, memory_limit_mb, order,
+              addition, on_improvement, on_progress, key, use_bound, max_solutions, workers, address, link_table,
+              snapshot_every, folder, checkpoint_every, resume, trust_checkpoint) -> SolveResult:
+    """:func:`solve` once its arguments are checked and its checkpoint folder is open."""
     resumed = None
     if resume is not None:
         from .checkpointing import Resume  # imports pyarrow
 
-        resumed = Resume(Path(resume))
+        resumed = resume if isinstance(resume, Resume) else Resume(Path(resume), trust_checkpoint)
         if network is None:
             network = resumed.network
-        checkpoint = checkpoint if checkpoint is not None else resume
     network = load_network(network)
-    if max_solutions is not None and max_solutions < 1:
-        raise ValueError(f"max_solutions must be a positive integer or None, got {max_solutions!r}")
-    check_scheme(scheme)
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
-    if not (isinstance(workers, int) and workers >= 1):
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
     model = load_cost(cost, order=order, addition=addition)
     identity = {"scheme": scheme, "link_key": key, "use_bound": use_bound, "alpha": alpha, "seed": seed}
     checkpointer = None
-    if checkpoint is not None:
-        if method != "dcmap":
-            raise ValueError(f"checkpoints are written by the dcmap method only, not {method}")
-        from .checkpointing import CHECKPOINT_EVERY, Checkpointer  # imports pyarrow
+    if folder is not None:
+        from .checkpointing import CHECKPOINT_EVERY, Checkpointer
 
-        checkpointer = Checkpointer(Path(checkpoint), checkpoint_every or CHECKPOINT_EVERY, network, model, identity)
+        checkpointer = Checkpointer(folder, checkpoint_every or CHECKPOINT_EVERY, network, model, identity)
     start = session = time.perf_counter()  # start moves back by the time before a resumption
     problems = [Problem(part, model, scheme, graph=network, key=key, lower_bound=use_bound)
                 for part in network.components()]
@@ -208,8 +260,10 @@ def solve(
     in_progress = None
     if resumed is not None:
         resumed.check(network, model, {name: identity[name] for name in ("scheme", "link_key", "use_bound")})
+        resumed.verify(problems)
         outcomes = resumed.finished()
-        in_progress = resumed.in_progress()
+        if len(outcomes) < len(problems):
+            in_progress = resumed.in_progress(problems[len(outcomes)])
         start -= resumed.metadata["solve_elapsed"]
     anytime = Anytime(network, problems, method, start)
     if resumed is not None:
@@ -290,7 +344,10 @@ class _Runner:
                 raise ValueError(f"unknown link table {link_table!r}: choose one of "
                                  f"{', '.join(distributed.LINK_TABLES)}")
             self.distributed = distributed
-            self.started_ray = distributed.connect(address)
+            self.started_ray = distributed.connect(address, self.workers)
+        elif address is not None:
+            raise ValueError(f"address {address!r} is used only by a search on Ray workers: give workers "
+                             "(--workers) 2 or more with the dcmap method, or no address")
 
     def run(self, problem: Problem, limits: Limits, improved: Callable, on_progress: Callable | None,
             saver: Saver | None = None, resume: Resumption | None = None) -> SearchOutcome:

@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers > 1:
         from dcmap_dist import distributed  # imports Ray
 
-        started_ray = distributed.connect(args.address)
+        started_ray = distributed.connect(args.address, args.workers)
     try:
         for entry in chosen:
             if not study(entry, args, recorded):

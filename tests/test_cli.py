@@ -105,20 +105,25 @@ def test_info_bad_network(capsys, tmp_path):
 
 
 def test_cost_of_the_optimal_mapping(capsys, tmp_path):
+    """One row per cluster-layer with its cluster's number, so that the rows of one cluster
+    show together (before, nothing said which cluster-layers shared a cluster)."""
     code, out, err = run(capsys, "cost", "paper-example", mapping_file(tmp_path, OPTIMAL))
     assert code == 0
     lines = out.strip().splitlines()
-    assert lines[-1].split() == ["total", "54.0"]
-    rows = {}
-    for line in lines[:-1]:
-        match = re.fullmatch(r"layer (\d+)\s+([\d.]+)\s+(.*)", line.strip())
+    assert lines[0].split() == ["cluster", "layer", "cost", "nodes"]
+    assert lines[-1].startswith("total 54.0 (")
+    rows, members = {}, {}
+    for line in lines[1:-1]:
+        match = re.fullmatch(r"(\d+)\s+(\d+)\s+([\d.]+)\s+(.*)", line.strip())
         assert match, line
-        nodes = tuple(match.group(3).split(", "))
-        rows[nodes] = (int(match.group(1)), float(match.group(2)))
+        nodes = tuple(match.group(4).split(", "))
+        rows[nodes] = (int(match.group(2)), float(match.group(3)))
+        members.setdefault(int(match.group(1)), set()).update(nodes)
     assert rows.keys() == OPTIMAL_LAYERS.keys()
     for nodes, (layer, cost) in OPTIMAL_LAYERS.items():
         assert rows[nodes][0] == layer
         assert rows[nodes][1] == pytest.approx(cost, abs=0.05)
+    assert sorted(map(sorted, members.values())) == sorted(map(sorted, OPTIMAL))
 
 
 def test_cost_json(capsys, tmp_path):

@@ -965,3 +965,20 @@ def test_a_guarded_user_model_pickles_with_its_hooks(paper):
     model = pickle.loads(pickle.dumps(load_cost(_Model())))
     assert model.name == "spoilt" and model.estimate(paper, frozenset("AB")) == 2.0
     assert total(paper, OPTIMAL[0], model) == 7.0
+
+
+# -- a user cost that exits (issue 30) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("raised", [SystemExit(0), SystemExit("bye"), KeyboardInterrupt()])
+def test_a_cost_function_that_exits_is_an_error_of_that_function(raised):
+    """sys.exit() or KeyboardInterrupt from a user's cost is a CostError naming it (before,
+    the solve ended with exit code 0 and no output)."""
+    from dcmap_dist.cost import CostError, load_cost
+    from dcmap_dist.solve import solve
+
+    def leaving(ctx):
+        raise raised
+
+    with pytest.raises(CostError, match=f"raised {type(raised).__name__}.*must return, not exit"):
+        solve("asia", load_cost(leaving))

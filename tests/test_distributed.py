@@ -284,3 +284,15 @@ def test_improvements_are_announced_with_their_mappings():
     assert all(mapping is not None for _, mapping in heard)
     assert heard == [(t["cost"], t["clusters"]) for t in r.trace]
     assert trace_problem(network, r, DcmapCost("paper")) is None
+
+
+@pytest.mark.parametrize("table", ["sharded", "coordinator"])
+def test_the_memory_of_the_coordinator_is_counted(table):
+    """The peak memory (and the memory limit) is the coordinator's and the workers'
+    together: with the coordinator's table it holds the link table, which before was
+    neither counted nor limited (issue 30)."""
+    result = solve(load_network("child"), workers=2, link_table=table, max_solutions=1)
+    stats = result.components[0]["distributed"]
+    assert 0 < stats["coordinator_memory_mb"] < result.peak_memory_mb
+    stopped = solve(load_network("child"), workers=2, link_table=table, memory_limit_mb=stats["coordinator_memory_mb"])
+    assert stopped.stop_reason == "memory_limit"

@@ -45,3 +45,26 @@ def test_disconnected_counts_multiply():
 def test_max_solutions_must_be_positive():
     with pytest.raises(ValueError, match="max_solutions"):
         solve(load_network("paper-example"), max_solutions=0)
+
+
+# -- the Python API checks its arguments as the command line does (issue 30) -------------------
+
+
+@pytest.mark.parametrize("argument,value,message", [
+    ("time_limit", -1, "time_limit must be a positive number"),
+    ("time_limit", 0, "time_limit must be a positive number"),
+    ("max_iterations", 0, "max_iterations must be a positive integer"),
+    ("max_iterations", 2.5, "max_iterations must be a positive integer"),
+    ("memory_limit_mb", float("nan"), "memory_limit_mb must be a positive number"),
+    ("checkpoint_every", -5, "checkpoint_every must be a positive number"),
+    ("alpha", 1.5, "alpha must be a probability"),
+    ("seed", "x", "seed must be an integer"),
+    ("workers", 0, "workers must be a positive integer"),
+    ("checkpoint", "/dev/null", "it is a file, not a folder"),
+    ("address", "auto", "address 'auto' is used only by a search on Ray workers"),
+])
+def test_solve_refuses_bad_arguments_before_any_work(argument, value, message):
+    from dcmap_dist.solve import solve
+
+    with pytest.raises(ValueError, match=message):
+        solve("asia", **{argument: value})

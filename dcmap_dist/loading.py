@@ -23,9 +23,16 @@ NETWORK_FOLDERS = (Path(__file__).resolve().parents[2] / "shared" / "networks",
 NETWORK_SUFFIXES = ("", ".bif.gz", ".bif", ".json", ".json.gz")
 
 
+EXAMPLE_SUFFIXES = (".json", ".bif", ".bif.gz")
+
+
+def _is_example(path: Path) -> bool:
+    return any(path.name.endswith(suffix) for suffix in EXAMPLE_SUFFIXES)
+
+
 def bundled_examples() -> list[str]:
     """The names of the bundled example networks (``asia``, ``paper-example``, ...)."""
-    return sorted(p.name.split(".")[0] for p in EXAMPLES.iterdir() if p.suffix in (".json", ".bif"))
+    return sorted(p.name.split(".")[0] for p in EXAMPLES.iterdir() if _is_example(p))
 
 
 def load_network(source: Any, slices: int | None = None, observe: str | Iterable[str] = (),
@@ -123,7 +130,7 @@ def _resolve(path: Path) -> Path:
     if path.exists() or path.parent != Path("."):
         return path
     for candidate in sorted(EXAMPLES.glob(f"{path.name}.*")):
-        if candidate.suffix in (".json", ".bif"):
+        if _is_example(candidate):
             return candidate
     found = _network_files(path.name)
     hint = f"; did you mean {' or '.join(found)}?" if found else ""

@@ -29,16 +29,33 @@ def json_cost(value: float) -> float | None:
     return float(f"{value:.{COST_DIGITS}g}") if math.isfinite(value) else None
 
 
+PACKAGE = Path(__file__).resolve().parent  # the installed package, bundled examples included
+
+
+def check_not_package(path: Path, what: str) -> None:
+    """Raise an OutputError if ``path`` lies inside the installed package (which holds the
+    bundled examples): no run may change it."""
+    target = Path(os.path.realpath(path))
+    if target == PACKAGE or PACKAGE in target.parents:
+        raise OutputError(f"{what}: it is inside the installed package {PACKAGE}, which holds the bundled "
+                          "examples; write elsewhere")
+
+
 def check_output(path: Path, inputs: Iterable[Path] = ()) -> None:
     """Raise an OutputError now if ``path`` could not be written later: it is a
-    directory, it is one of the ``inputs``, or the nearest existing folder above it
-    is not a writable directory. Creates nothing."""
+    directory, one of the ``inputs``, inside the installed package, a symbolic link to
+    a file (:func:`write_atomic` replaces no file through a link), or the nearest
+    existing folder above it is not a writable directory. Creates nothing."""
     target = Path(os.path.realpath(path))
     if target.is_dir():
         raise OutputError(f"cannot write {path}: it is a directory")
     for source in inputs:
         if target.exists() and Path(source).exists() and os.path.samefile(target, source):
             raise OutputError(f"cannot write {path}: it is the input file {source}")
+    if os.path.islink(path) and _link_to_file(path):
+        raise OutputError(f"cannot write {path}: it is a symbolic link to {os.readlink(path)}; give the file's own "
+                          "path, or remove the link")
+    check_not_package(path, f"cannot write {path}")
     folder = target.parent
     while not folder.exists():
         folder = folder.parent
@@ -48,31 +65,47 @@ def check_output(path: Path, inputs: Iterable[Path] = ()) -> None:
         raise OutputError(f"cannot write {path}: no permission to write in {folder}")
 
 
+def _link_to_file(path: Path) -> bool:
+    """A symbolic link that points to a regular file, or to nothing (not a device or a pipe)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True  # dangling
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file beside it, so that readers
     see the old file or the whole new one, never a part; missing folders are created.
+    A file that is replaced keeps its mode; a new one gets what a plain open() gives.
 
-    A symbolic link is followed (the file it points to is replaced). A path that is
-    not a regular file, such as ``/dev/stdout`` or a named pipe, is written directly.
-    Raises an OutputError naming the path and the reason.
+    A path that is not a regular file, such as ``/dev/stdout`` or a named pipe, is
+    written directly. A symbolic link to a file is refused: writing through it would
+    change a file the user did not name. Raises an OutputError naming the path and the
+    reason.
     """
-    target = Path(os.path.realpath(path))
+    path = Path(path)
     try:
-        if target.exists() and not stat.S_ISREG(target.stat().st_mode):
-            with open(target, "w", encoding="utf-8") as handle:
+        if os.path.islink(path) and _link_to_file(path):
+            raise OutputError(f"cannot write {path}: it is a symbolic link to {os.readlink(path)}; give the file's "
+                              "own path, or remove the link")
+        if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+            with open(path, "w", encoding="utf-8") as handle:
                 handle.write(text)
             return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would (mkstemp makes it 0600)
-        os.replace(tmp, target)
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask  # as a plain open() would (mkstemp makes it 0600)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
     except BaseException as exc:
         os.unlink(tmp)
         if isinstance(exc, OSError):

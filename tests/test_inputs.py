@@ -83,7 +83,7 @@ def test_an_undirected_graph_is_refused():
 
 
 def test_bundled_examples_are_listed_and_an_unknown_name_names_them(monkeypatch, tmp_path):
-    assert bundled_examples() == ["asia", "child", "paper-example", "sachs", "seagrass-2tbn"]
+    assert bundled_examples() == ["asia", "child", "paper-example", "sachs", "seagrass-2tbn", "water"]
     monkeypatch.chdir(tmp_path)
     for name in bundled_examples():
         assert load_network(name).nodes
@@ -244,3 +244,46 @@ def test_pyagrum_formats_without_pyagrum_say_what_to_install(tmp_path, monkeypat
     monkeypatch.setitem(sys.modules, "pyagrum", None)  # as if it were not installed
     with pytest.raises(NetworkError, match=r"reading \.xdsl files needs pyAgrum \(pip install pyagrum\)"):
         load_network(write(tmp_path, "model.xdsl", "<smile/>"))
+
+
+# -- input that must not cost the machine (issue 30) ------------------------------------------
+
+
+def cli(*args: str, env: dict | None = None) -> "subprocess.CompletedProcess":
+    import os
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "dcmap_dist", *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120, env={**os.environ, **(env or {})})
+
+
+def test_json_nested_deeper_than_the_parser_goes_is_refused(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 200_000 + "]" * 200_000)
+    run = cli("info", str(path))
+    assert run.returncode == 2 and "nested too deeply" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_gzip_that_inflates_past_the_cap_is_refused_before_it_fills_the_memory(tmp_path):
+    path = tmp_path / "bomb.json.gz"
+    with gzip.open(path, "wb") as handle:
+        for _ in range(8):
+            handle.write(b" " * (1 << 20))  # 8 MiB of spaces, some kilobytes compressed
+    assert path.stat().st_size < 100_000
+    run = cli("info", str(path), env={"DCMAP_MAX_INPUT_MB": "4"})
+    assert run.returncode == 2, run.stderr
+    assert "more than 4 MiB once gunzipped" in run.stderr and "DCMAP_MAX_INPUT_MB" in run.stderr
+    assert cli("info", str(path), env={"DCMAP_MAX_INPUT_MB": "64"}).returncode == 2  # read, then: not a network
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "/dev/urandom"])
+def test_an_endless_or_special_file_is_refused_at_once(special):
+    run = cli("info", special)
+    assert run.returncode == 2 and "not a regular file" in run.stderr
+
+
+def test_a_key_twice_in_a_json_object_is_refused(tmp_path):
+    path = tmp_path / "twice.json"
+    path.write_text('{"nodes": [{"id": "A", "states": 2}], "edges": [], "nodes": [{"id": "B", "states": 2}]}')
+    with pytest.raises(NetworkError, match="the key 'nodes' appears twice"):
+        load_network(path)

@@ -80,15 +80,36 @@ def test_write_atomic_replaces_whole_with_the_umask_mode(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["result.json"]
 
 
-def test_write_atomic_follows_a_symbolic_link(tmp_path):
-    # before, the link itself was replaced by a regular file
+def test_write_atomic_refuses_a_symbolic_link_to_a_file(tmp_path):
+    """Writing through a link would change a file the user did not name (issue 30):
+    refused, the link and its target (content and mode) untouched; check_output says so
+    before any work."""
     target = tmp_path / "data" / "result.json"
     target.parent.mkdir()
     target.write_text("old")
+    target.chmod(0o600)
     link = tmp_path / "latest.json"
     link.symlink_to(target)
-    write_atomic(link, "new")
-    assert link.is_symlink() and target.read_text() == "new"
+    for attempt in (lambda: write_atomic(link, "new"), lambda: check_output(link)):
+        with pytest.raises(OutputError, match="symbolic link"):
+            attempt()
+    assert link.is_symlink() and target.read_text() == "old" and stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_write_atomic_keeps_the_mode_of_the_file_it_replaces(tmp_path):
+    path = tmp_path / "result.json"
+    path.write_text("old")
+    path.chmod(0o640)
+    write_atomic(path, "new")
+    assert path.read_text() == "new" and stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def test_nothing_is_written_into_the_installed_package(tmp_path):
+    from dcmap_dist.outputs import PACKAGE
+
+    for path in (PACKAGE / "examples" / "paper-example.json", PACKAGE / "result.json"):
+        with pytest.raises(OutputError, match="inside the installed package"):
+            check_output(path)
 
 
 def test_write_atomic_writes_into_a_pipe_instead_of_replacing_it(tmp_path):

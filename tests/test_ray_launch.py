@@ -6,14 +6,15 @@ Ray's launcher reaches the "head node" (this machine) over ssh, so the test star
 sshd of its own on a free loopback port, with its own host key, authorised key and a
 throw-away home directory whose ``.bashrc`` puts this Python first on ``PATH`` (every
 launcher command runs in a login shell and calls plain ``python`` and ``ray``) and gives
-the head a temporary directory of its own, so that its files stay in the test's
-directory and its processes can be told from other Ray sessions on the machine. It needs
-``sshd``, ``ssh``, ``ssh-keygen``, ``nc`` and ``rsync`` (.ci/run installs them).
+the head a temporary directory of its own. It needs ``sshd``, ``ssh``, ``ssh-keygen``,
+``nc``, ``rsync`` and ``unshare`` (.ci/run installs them).
 
-``ray up`` and ``ray down`` run ``ray stop``, which ends every Ray process on the
-machine, so tests/conftest.py runs this module last. Whatever the test starts (sshd,
-the Ray head, the launcher's ssh connection) and the files it leaves are removed, also
-when it fails.
+``ray up`` and ``ray down`` run ``ray stop``, which ends every Ray process it can see.
+So the whole launch runs in a PID namespace of its own (``unshare --pid --fork
+--mount-proc``): there ``ray stop`` sees only the launch's processes, and a user's Ray
+(or another test's) survives; a test starts such a bystander Ray and checks it. When the
+namespace's first process ends, the kernel ends every process left in it, so nothing
+outlives the test; the bystander is stopped by its process ids.
 """
 
 from __future__ import annotations
@@ -45,38 +46,86 @@ TOOLS = ("sshd", "ssh", "ssh-keygen", "nc", "rsync")
 TOOL_PATH = f"{os.environ.get('PATH', '')}:/usr/sbin"  # sshd is in /usr/sbin
 PRIVSEP_DIR = Path("/run/sshd")  # sshd refuses to start without it
 TIMEOUT = 600  # seconds, for each launcher command
+ISOLATED = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]  # a PID namespace of its own
 
 
 def test_solve_script_joins_the_running_cluster_unless_told_otherwise() -> None:
     """scripts/solve.py adds ``--address auto`` to the user's arguments unless they
-    choose an address."""
+    choose an address, and resumes a checkpoint when told ``resume``."""
     spec = importlib.util.spec_from_file_location("solve_script", ROOT / "scripts" / "solve.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     assert script.solve_arguments(["asia", "--workers", "2"]) == ["solve", "asia", "--workers", "2", "--address", "auto"]
     assert script.solve_arguments(["asia", "--address", "10.0.0.1:6379"]) == ["solve", "asia", "--address", "10.0.0.1:6379"]
     assert script.solve_arguments(["asia", "--address=local"]) == ["solve", "asia", "--address=local"]
+    assert script.solve_arguments(["resume", "/tmp/ck", "--workers", "2"]) == [
+        "resume", "/tmp/ck", "--workers", "2", "--address", "auto"]
 
 
-@pytest.mark.skipif(
-    any(shutil.which(tool, path=TOOL_PATH) is None for tool in TOOLS),
-    reason=f"needs {', '.join(TOOLS)} (apt-get install openssh-server rsync netcat-openbsd)",
-)
-def test_ray_submit_solves_asia_with_two_workers() -> None:
-    """``ray up``, ``ray submit scripts/solve.py -- asia --workers 2``, ``ray down``."""
+def isolation_problem() -> str | None:
+    """Why the launch cannot run in a PID namespace of its own here, or None."""
+    missing = [tool for tool in (*TOOLS, "unshare") if shutil.which(tool, path=TOOL_PATH) is None]
+    if missing:
+        return f"needs {', '.join(missing)} (apt-get install openssh-server rsync netcat-openbsd util-linux)"
+    probe = subprocess.run([*ISOLATED, "true"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if probe.returncode != 0:
+        return f"cannot make a PID namespace here ({probe.stderr.strip()}): ray stop would reach other Rays"
+    return None
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ray_submit_solves_asia_with_two_workers_and_leaves_other_rays_alone() -> None:
+    """``ray up``, ``ray submit scripts/solve.py -- asia --workers 2``, ``ray down``, in a
+    PID namespace of its own; a Ray head started outside it beforehand (as a user's
+    would be) is still running afterwards."""
+    if problem := isolation_problem():
+        pytest.skip(problem)
     with tempfile.TemporaryDirectory(prefix="dcmap-", dir="/tmp") as name:  # short: Ray's socket paths go in it
         work = Path(name)
         result = work / "result.json"
-        with sshd(work) as port:
-            config = write_cluster_config(work, port)
-            env = launcher_environment(work)
-            with ray_cluster(config, env, work):
-                run([RAY, "submit", config, "scripts/solve.py", "--",
-                     "asia", "--workers", "2", "--output", result], env)
+        with bystander_ray(work) as (pids, address):
+            run([*ISOLATED, sys.executable, __file__, work])
+            alive = [pid for pid in pids if pid in processes()]
+            assert alive == pids, f"ray up or down stopped a Ray they did not start: {sorted(set(pids) - set(alive))}"
+            answer = subprocess.run([sys.executable, "-c", f"import ray; ray.init(address={address!r}); "
+                                     "print(ray.get(ray.remote(lambda: 42).remote()))"],
+                                    capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+            assert answer.stdout.strip().endswith("42"), answer.stderr[-2000:]
         solved = json.loads(result.read_text())
         assert math.isclose(solved["optimal_cost"], 68.8, rel_tol=1e-9), solved["optimal_cost"]
         assert solved["proven_optimal"] is True
         assert solved["solution_count"] == 38
+
+
+def launch(work: Path) -> None:
+    """The launch itself (run in its own PID namespace by the test): sshd, ``ray up``,
+    ``ray submit``, ``ray down``; the result in ``work/result.json``."""
+    with sshd(work) as port:
+        config = write_cluster_config(work, port)
+        env = launcher_environment(work)
+        with ray_cluster(config, env, work):
+            run([RAY, "submit", config, "scripts/solve.py", "--",
+                 "asia", "--workers", "2", "--output", work / "result.json"], env)
+
+
+@contextmanager
+def bystander_ray(work: Path) -> Iterator[tuple[list[int], str]]:
+    """A Ray head started with ``ray start --head`` outside the launch (a user's Ray):
+    its process ids and address; stopped by those ids afterwards."""
+    folder = work / "by"
+    folder.mkdir()
+    port = free_port()
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    before = set(processes())
+    try:
+        run([RAY, "start", "--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
+             f"--temp-dir={folder}", "--disable-usage-stats"], env)
+        pids = sorted(pid for pid, (_, _, args) in processes().items() if pid not in before and str(folder) in args)
+        assert pids, "ray start --head started no process that names its folder"
+        yield pids, f"127.0.0.1:{port}"
+    finally:
+        stop_processes([pid for pid, (_, _, args) in processes().items() if pid not in before and str(folder) in args])
 
 
 @contextmanager
@@ -160,9 +209,6 @@ def ray_cluster(config: Path, env: dict[str, str], work: Path) -> Iterator[None]
     """``ray up`` the cluster; on the way out ``ray down`` it, stop the processes it
     left, remove the launcher's ssh control directory, and fail if ``ray down`` failed
     or left the head's processes running."""
-    ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():  # `ray up` is about to stop this session's Ray
-        ray.shutdown()
     control_before = ssh_control_dirs()
     try:
         run([RAY, "up", "-y", config], env)
@@ -278,3 +324,7 @@ def ssh_control_dirs() -> set[Path]:
     /tmp/ray_ssh_USER and in it one per cluster name."""
     tops = set(Path("/tmp").glob("ray_ssh_*"))
     return tops | {entry for top in tops for entry in top.iterdir()}
+
+
+if __name__ == "__main__":  # the launch, in the PID namespace the test made
+    launch(Path(sys.argv[1]))

@@ -4,6 +4,7 @@ scaling figure, and a clear failure without matplotlib."""
 from __future__ import annotations
 
 import json
+import math
 import struct
 import subprocess
 import sys
@@ -262,3 +263,40 @@ def test_crossings_of_straight_arcs_by_hand():
     network = load_network({"nodes": [{"id": x, "states": 2} for x in "ABCD"], "edges": [["A", "C"], ["B", "D"]]})
     assert drawing._crossings(network, [["C", "D"], ["A", "B"]]) == 0
     assert drawing._crossings(network, [["D", "C"], ["A", "B"]]) == 1
+
+
+@pytest.mark.parametrize("name,slices,order", [("seagrass-2tbn", 1, "paper"), ("child", None, "cpt"),
+                                               ("sachs", None, "cpt")])
+def test_cluster_bands_run_clear_of_other_nodes(name, slices, order):
+    """A band joins a cluster's members along its arcs; an arc that skips layers runs
+    through slots kept for it, so no band crosses a node of another cluster (before, a
+    band drawn straight across layers ran over the nodes between)."""
+    from dcmap_dist.similarity import cluster_labels
+    from dcmap_dist.solve import solve
+
+    network = load_network(name, slices=slices)
+    clusters = solve(network, order=order, max_solutions=1).solutions[0].clusters
+    labels = dict(zip(network.nodes, cluster_labels(clusters, network.nodes).tolist()))
+    chains = drawing._chains(network, labels)
+    place = drawing._positions(drawing._layer_order(network, labels, chains))
+    routes = drawing._routes(network, place, chains)
+    crossing = [(u, v) for u, v in network.edges if labels[u] == labels[v]
+                and drawing.crossed(routes[u, v][1], place, (u, v))]
+    assert not crossing
+    straight = [(u, v) for u, v in network.edges if labels[u] == labels[v]
+                and drawing.crossed([place[u], place[v]], place, (u, v))]
+    assert straight or name != "seagrass-2tbn"  # drawn straight, some would cross one
+
+
+def test_the_legend_gives_each_cluster_its_cost(tmp_path, capsys):
+    from dcmap_dist.cli import _cluster_costs
+
+    network = load_network("paper-example")
+    costs, note = _cluster_costs(network, OPTIMAL[1], {"name": "dcmap", "order": "cpt", "addition": 0.6})
+    assert note is None and math.isclose(sum(costs), 54.0) and len(costs) == len(OPTIMAL[1])
+    costs, note = _cluster_costs(network, OPTIMAL[1], {"name": "nowhere_module:cost"})
+    assert costs is None and "cannot be rebuilt" in note
+    source = tmp_path / "pe.json"
+    source.write_text(json.dumps(hand_result(cost_model={"name": "dcmap", "order": "cpt", "addition": 0.6})))
+    code, out, err = run(capsys, "draw", "paper-example", source, "-o", tmp_path / "pe.png")
+    assert (code, err) == (0, "") and "note" not in out

@@ -1,13 +1,15 @@
-"""Run ``dcmap solve`` on the Ray cluster this script is started in.
+"""Run ``dcmap solve`` (or ``dcmap resume``) on the Ray cluster this script is started in.
 
 This is the script that ``ray submit`` uploads to the head node and runs there (see
-``cluster_configs/README.md``). It passes its arguments to ``dcmap solve`` and adds
-``--address auto``, so the search attaches to the running cluster instead of starting a
-Ray instance of its own, unless an ``--address`` is given. It exits with ``dcmap``'s
-return code.
+``cluster_configs/README.md``). It passes its arguments to ``dcmap solve``, or to
+``dcmap resume`` when the first one is ``resume``, and adds ``--address auto``, so the
+search attaches to the running cluster instead of starting a Ray instance of its own,
+unless an ``--address`` is given. It exits with ``dcmap``'s return code.
 
     ray submit cluster_configs/workstation.yaml scripts/solve.py -- \\
-        asia --workers 2 --output /tmp/asia.json
+        asia --workers 2 --checkpoint /tmp/asia-ck --output /tmp/asia.json
+    ray submit cluster_configs/workstation.yaml scripts/solve.py -- \\
+        resume /tmp/asia-ck --workers 2 --output /tmp/asia.json
 
 or, through the Ray job server (the working directory is uploaded; the package must
 already be installed on the cluster, as the cluster configurations' setup does):
@@ -28,10 +30,12 @@ from dcmap_dist.cli import main
 
 
 def solve_arguments(args: list[str]) -> list[str]:
-    """The ``dcmap`` arguments for ``args``: ``solve``, then ``args``, then
-    ``--address auto`` unless ``args`` already choose an address."""
-    chosen = any(arg == "--address" or arg.startswith("--address=") for arg in args)
-    return ["solve", *args] if chosen else ["solve", *args, "--address", "auto"]
+    """The ``dcmap`` arguments for ``args``: ``solve`` then ``args`` (``resume`` then the
+    rest, when ``args`` start with ``resume``), then ``--address auto`` unless ``args``
+    already choose an address."""
+    command, rest = ("resume", args[1:]) if args[:1] == ["resume"] else ("solve", args)
+    chosen = any(arg == "--address" or arg.startswith("--address=") for arg in rest)
+    return [command, *rest] if chosen else [command, *rest, "--address", "auto"]
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +37,13 @@ from .linking import MissingRecord, trail_path
 from .network import Network, NetworkError, network_from_dict
 from .outputs import OutputError, check_not_package
 from .search import SearchOutcome
-from .state import Resumption, SearchState, plain_trace, resumption, trace_from_plain
+from .state import Resumption, SearchState, plain_trace, resumption, trace_from_plain, write_size
 
 CHECKPOINT_EVERY = 600.0  # default seconds between checkpoints
 # what must agree between a checkpoint and the search resuming it
 IDENTITY = ("network_hash", "cost_model", "scheme", "link_key", "use_bound")
 LOCK = "LOCK"
-SECONDS_PER_ROW = 3e-5  # a first guess of a checkpoint's write time per row, until one is measured
+SECONDS_PER_UNIT = 8e-5  # a first guess of a write's time per unit of state.write_size, until measured
 
 
 def cost_spec(model: CostModel) -> str | None:
@@ -171,15 +171,16 @@ class Checkpointer:
         self.next_due = time.monotonic() + every
         self.written = 0
         self.seconds = 0.0
-        self.seconds_per_row = SECONDS_PER_ROW
+        self.seconds_per_unit = SECONDS_PER_UNIT
 
     def due(self) -> bool:
         return time.monotonic() >= self.next_due
 
-    def reserve(self, rows: int) -> float:
-        """Seconds to keep for writing a checkpoint of about ``rows`` rows (the final
-        one, inside the time limit): the last write's rate, with a margin."""
-        return 1.25 * self.seconds_per_row * rows + 0.4  # and what follows the write (the final listing)
+    def reserve(self, size: int) -> float:
+        """Seconds to keep for writing a checkpoint of a state of ``size``
+        (:func:`state.write_size`; the final one, inside the time limit): the last
+        write's rate, with a margin."""
+        return 1.25 * self.seconds_per_unit * size + 0.4  # and what follows the write (the final listing)
 
     def save(self, parts: Iterable[SearchState], counters: dict[str, Any] | None) -> None:
         """Write a generation: the finished components, and ``parts`` of the state of the
@@ -189,14 +190,20 @@ class Checkpointer:
                         solve_trace=self.solve_trace, solve_bounds=self.solve_bounds,
                         solve_elapsed=time.perf_counter() - self.start)
         messages = Messages()
-        counted = itertools.count()
+        size = 0  # of the parts, streamed one at a time
+
+        def part_rows(part: SearchState) -> Iterator[tuple[str, dict[str, Any]]]:
+            nonlocal size
+            size += write_size(len(part.branches) + len(part.arrivals), len(part.entries))
+            return state_rows(self.component, part, self.kind, messages)
+
         rows = itertools.chain(
             (row for k, histories in enumerate(self.finished_histories) for row in history_rows(k, histories)),
-            (row for part in parts for row in state_rows(self.component, part, self.kind, messages)),
+            (row for part in parts for row in part_rows(part)),
         )
-        write_checkpoint(self.directory, metadata, (row for row, _ in zip(rows, counted)), messages)
+        write_checkpoint(self.directory, metadata, rows, messages)
         took = time.monotonic() - start
-        self.seconds_per_row = max(SECONDS_PER_ROW / 10, took / max(1, next(counted)))
+        self.seconds_per_unit = max(SECONDS_PER_UNIT / 10, took / max(1, size))
         self.written += 1
         self.seconds += took
         self.next_due = time.monotonic() + self.every

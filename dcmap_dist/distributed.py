@@ -62,7 +62,7 @@ from .engine import Branch, Problem, within
 from .limits import INTERRUPT, Limits, Stopwatch
 from .linking import Improvement, MissingRecord, gather_histories
 from .search import Saver, SearchOutcome, announce, incumbent, outcome
-from .state import Resumption, SearchState, counters
+from .state import Resumption, SearchState, counters, write_size
 from .worker import SearchSpec, unpacked
 
 LINK_TABLES = ("sharded", "coordinator")
@@ -291,7 +291,7 @@ def _round(problem: Problem, handle: Any, first: Branch, heard: _Heard, on_impro
     elif saver is not None and saver.due():
         _save(handle, saver, first)
     elif saver is not None and limits.time_limit is not None and report["elapsed"] >= (
-            limits.time_limit - saver.reserve(report["open"] + 2 * report["records"])):
+            limits.time_limit - saver.reserve(write_size(report["open"], report["records"]))):
         ray.get(handle.halt.remote("time_limit"))  # the final checkpoint is written inside the limit
     return report, None
 

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from .engine import Branch, Problem, joins_to_clusters, within
 from .explorer import Explorer
 from .limits import Limits, SearchInterrupted, Stopwatch
-from .state import Resumption, SearchState, counters
+from .state import Resumption, SearchState, counters, write_size
 from .linking import Entry, History, Improvement, LinkShard, MissingRecord, gather_histories, trail_path
 
 STEP_SECONDS = 0.25  # how often the serial loop pauses to report progress
@@ -141,7 +141,7 @@ def dcmap_search(
     try:
         while True:
             if saver is not None:  # the final checkpoint is written inside the time limit
-                watch.reserve = saver.reserve(explorer.open_count() + 2 * len(explorer.shard.entries))
+                watch.reserve = saver.reserve(write_size(explorer.open_count(), len(explorer.shard.entries)))
             stop = explorer.step(watch, until=time.perf_counter() + STEP_SECONDS)
             report()
             if stop != "budget":

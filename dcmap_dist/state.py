@@ -24,6 +24,13 @@ class SearchState:
     dominated: set[int] = field(default_factory=set)
 
 
+def write_size(open_branches: int, link_records: int) -> int:
+    """How big a checkpoint of a state is reckoned, to foresee its write time: open
+    branches (with completions in flight) and twice the link records; the records'
+    histories ride along in the rate measured per unit of this size."""
+    return open_branches + 2 * link_records
+
+
 @dataclass
 class Resumption:
     """Where a component's interrupted search stood (see :mod:`dcmap_dist.checkpoint`)."""

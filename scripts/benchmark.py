@@ -7,7 +7,8 @@ Networks of up to ``--max-nodes`` nodes run every variant (DCMAP with ``--time-l
 the others with ``--other-time-limit``); larger ones run DCMAP and breadth-first search
 with ``--large-time-limit``. Every run is its own process, so its peak memory is its
 own. Rows are upserted into ``results/serial.csv`` (keyed by network and variant) and
-the table in ``results/README.md`` is rebuilt from it, with the commands that made it.
+``results/serial.md``, a page of its own, is rebuilt from it, with the commands that made
+it (``--table-only`` rebuilds the page and runs nothing).
 
     python scripts/benchmark.py --time-limit 600 --other-time-limit 60 --large-time-limit 60
 """
@@ -18,6 +19,7 @@ import argparse
 import csv
 import json
 import math
+import re
 import resource
 import subprocess
 import sys
@@ -114,7 +116,20 @@ def upsert(rows: list[dict], row: dict) -> list[dict]:
     return kept + [row]
 
 
-def write_results(rows: list[dict], commands: list[str], out_dir: Path) -> None:
+def last_run(out_dir: Path) -> str | None:
+    """The date of the last run, as the page (or, before it had a page of its own, the
+    table in README.md) recorded it."""
+    for name in ("serial.md", "README.md"):
+        page = out_dir / name
+        found = re.search(r"^Last run (\d{4}-\d{2}-\d{2})", page.read_text(), re.M) if page.exists() else None
+        if found:
+            return found.group(1)
+    return None
+
+
+def write_results(rows: list[dict], commands: list[str], out_dir: Path, run_date: str | None = None) -> None:
+    """Write ``serial.csv``, ``serial-commands.txt`` and the page ``serial.md`` (its last
+    run dated ``run_date``, today by default)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     order = {label: k for k, (_, label, _) in enumerate(networks())}
     variants = list(VARIANTS)
@@ -125,11 +140,17 @@ def write_results(rows: list[dict], commands: list[str], out_dir: Path) -> None:
         for row in rows:
             writer.writerow({k: row.get(k) for k in COLUMNS})
     (out_dir / "serial-commands.txt").write_text("".join(c + "\n" for c in commands))
+    run_date = run_date or time.strftime("%Y-%m-%d")
     lines = [
-        "## Serial benchmark", "",
+        "# Serial benchmark", "",
+        "<!-- made by scripts/benchmark.py from serial.csv: edit the script, not this page -->", "",
+        "Every network in order of size, solved by DCMAP and by breadth-first search, and on the "
+        "smaller ones by DCMAP without its lower bound and with the full dominance key, each run "
+        "in a process of its own with a time limit. The rows are those of the engine at the date "
+        "of their run, not today's: the current figures are in [README.md](README.md).", "",
         "Made by (later commands replace the rows they rerun):", "",
         *[f"    {c}" for c in commands], "",
-        f"Last run {time.strftime('%Y-%m-%d')}; one process per run, one run at a time, on a 2-core machine.",
+        f"Last run {run_date}; one process per run, one run at a time, on a 2-core machine.",
         "`cost` is the optimum when `proven` is yes, else the best found; `gap` is how far the "
         "best found may lie above the optimum (no mapping costs less than the open branches' "
         "least bound; 0% once proven; recorded for DCMAP only); times in seconds; "
@@ -150,16 +171,7 @@ def write_results(rows: list[dict], commands: list[str], out_dir: Path) -> None:
             f"| {'0%' if proven else _cell(r.get('gap'))} | {_cell(r.get('solutions'))} | {_cell(r.get('iterations'))} | {first} "
             f"| {_cell(r.get('proof_seconds'))} | {_cell(r.get('peak_memory_mb'))} | {r.get('stop_reason', '')} |"
         )
-    table = "\n".join(lines) + "\n"
-    readme = out_dir / "README.md"
-    text = readme.read_text() if readme.exists() else ""
-    start, end = "<!-- serial benchmark -->", "<!-- end serial benchmark -->"
-    block = f"{start}\n{table}{end}"
-    if start in text and end in text:
-        text = text[: text.index(start)] + block + text[text.index(end) + len(end):]
-    else:
-        text = (text + "\n\n" if text else "") + block + "\n"
-    readme.write_text(text)
+    (out_dir / "serial.md").write_text("\n".join(lines) + "\n")
 
 
 def main() -> None:
@@ -173,7 +185,7 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated network labels to run")
     parser.add_argument("--out", default=str(ROOT / "results"))
     parser.add_argument("--table-only", action="store_true",
-                        help="rebuild the table in results/README.md from serial.csv; run nothing")
+                        help="rebuild results/serial.md from serial.csv; run nothing")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -187,7 +199,7 @@ def main() -> None:
     commands = [c for c in commands if c != command] + [command]
     rows = read_rows(out / "serial.csv")
     if args.table_only:
-        write_results(rows, commands[:-1], out)
+        write_results(rows, commands[:-1], out, last_run(out))
         return
     only = set(args.only.split(",")) if args.only else None
     for size, label, spec in networks():

@@ -27,6 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from dcmap_dist import checkpointing, solve  # noqa: E402  (checkpointing imports pyarrow)
 from dcmap_dist.checkpoint import generations  # noqa: E402
+from dcmap_dist.cost import load_cost  # noqa: E402
+from dcmap_dist.engine import Problem  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from benchmark_distributed import append, network  # noqa: E402
@@ -61,7 +63,10 @@ def measure(label: str, seconds: float, every: float) -> list[dict]:
         checkpointing.Checkpointer.save = real_save
         start = time.perf_counter()
         resumed = checkpointing.Resume(folder)
-        state = resumed.in_progress()
+        problems = [Problem(part, load_cost("dcmap", order=order), graph=net) for part in net.components()]
+        resumed.verify(problems)
+        finished = resumed.finished()
+        state = resumed.in_progress(problems[len(finished)]) if len(finished) < len(problems) else None
         resume_seconds = time.perf_counter() - start
     finally:
         checkpointing.Checkpointer.save = real_save

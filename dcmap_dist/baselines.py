@@ -17,7 +17,7 @@ from .search import OnImprovement, SearchOutcome, announce
 from .structure import eta, scientific
 
 # brute force refuses a network with possibly more feasible mappings than this
-# (evaluating a million takes 10 to 20 minutes; every network of up to 11 nodes passes)
+# (a million evaluations take minutes; every network of up to 11 nodes passes)
 BRUTE_FORCE_LIMIT = 10**6
 
 

@@ -23,7 +23,7 @@ STEP_SECONDS = 0.1  # how long a worker runs its loop per step
 QUEUED_STEPS = 2  # steps submitted to a worker at once (the running one and the next)
 BOUND_SECONDS = 5.0  # how often a worker computes its least open bound (it scans its open set)
 SNAPSHOT_SPACING = 100  # and at least this many times the next snapshot's expected duration (1% of the time)
-SNAPSHOT_ITEM_SECONDS = 3e-5  # expected snapshot seconds per open branch or link record, until measured (insurance: 32 us)
+SNAPSHOT_ITEM_SECONDS = 3e-5  # expected snapshot seconds per open branch or link record, until measured
 SNAPSHOT_MEASURED_ITEMS = 10_000  # a snapshot this large measures the seconds per item
 LOOKUPS = "lookups"  # a worker's thread for history lookups (improvements' mappings while the search runs)
 # a worker's statistics before its first step

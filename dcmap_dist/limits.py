@@ -11,7 +11,7 @@ from dataclasses import dataclass
 # Set (by the command line's SIGINT and SIGTERM handlers) to stop every search cleanly:
 # searches stop with stop reason "interrupted", keeping the best mapping found.
 INTERRUPT = threading.Event()
-MEMORY_SECONDS = 0.05  # how often a search reads its memory use (reading /proc costs ~20 µs)
+MEMORY_SECONDS = 0.05  # how often a search reads its memory use (reading /proc is not free)
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,8 @@ class SearchInterrupted(Exception):
 
 class Stopwatch:
     """Checks the limits every ``every`` loop turns; samples peak memory as it goes, at
-    most every :data:`MEMORY_SECONDS` (read every 128 turns, it took 2% of a search)."""
+    most every :data:`MEMORY_SECONDS` (read every 128 turns instead, it cost a measurable
+    share of a search)."""
 
     def __init__(self, limits: Limits, every: int = 128, progress_every: float = 1.0) -> None:
         self.limits = limits
@@ -102,8 +103,8 @@ class Stopwatch:
 
     def check_within(self) -> None:
         """Inside a long inner loop: raise SearchInterrupted once a limit is reached
-        (checked every ``every`` calls: a call is a step of an expansion, a few
-        microseconds, so reading the clock at each took 2% of a search)."""
+        (checked every ``every`` calls: a call is a step of an expansion, so short that
+        reading the clock at each would cost a measurable share of a search)."""
         self.inner += 1
         if self.inner % self.every == 0:
             reason = self.resources_exceeded()

@@ -195,9 +195,10 @@ def improvement_clusters(problem: Problem, trail: tuple | None,
 
 class OpenBound:
     """The least bound over an explorer's open branches, for progress reports. A scan
-    reads every open branch (once a second it took 2% of water's search), so it is
-    redone only once SCAN_SHARE times the last scan's time has passed; in between the
-    last value stands: a lower bound found earlier still bounds the optimum."""
+    reads every open branch (once a second, it cost a measurable share of a long
+    search), so it is redone only once SCAN_SHARE times the last scan's time has passed;
+    in between the last value stands: a lower bound found earlier still bounds the
+    optimum."""
 
     def __init__(self, explorer: Explorer) -> None:
         self.explorer = explorer

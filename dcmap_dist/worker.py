@@ -65,7 +65,7 @@ def packed(arrivals: list[tuple[tuple, Branch]], marshal_them: bool) -> bytes:
 def unpacked(batch: bytes) -> list[tuple[tuple, Branch]]:
     """The completions of a :func:`packed` batch, read with the cycle collector paused: a
     batch is thousands of small tuples, which would trigger collections that only move
-    them along (they made unpickling 2.5 times slower); the data holds no cycles."""
+    them along and slow the reading down; the data holds no cycles."""
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -116,7 +116,7 @@ class Worker:
         received = 0
         before = explorer.iterations
         # arrivals are tens of thousands of small objects: the collector would scan them
-        # over and over while they are taken in (nearly twice as slow on insurance)
+        # over and over while they are taken in
         with explorer.collector_paused():
             explorer.adopt(control["branches"])
             for batch in batches:

@@ -6,7 +6,7 @@ after the other; wall time, CPU time (this process for the serial run; the worke
 coordinator's for Ray) and their ratios to the serial run. The pool of workers is started
 before a timed Ray run (:func:`warm`). ``--repeat N`` runs that sequence
 N times (each ratio is to the serial run just before it) and prints the median ratios: on a
-shared machine single runs vary by up to a quarter. ``--capacity`` adds, to each repeat,
+shared machine single runs vary. ``--capacity`` adds, to each repeat,
 two serial searches run at once in two processes ("2 serial at once"; its speed-up is
 twice the serial time over the time the pair takes): what the machine gives two
 independent searches, the ceiling for two workers.

@@ -12,7 +12,7 @@ optimal partitions must be equal (the script fails otherwise). Rows are appended
 ``results/engine.csv`` with the command. ``--baseline none`` runs this tree alone (long
 budgets on the networks still open). ``--repeat N`` runs each pair N times, alternating
 baseline and new, and ends with the speed-up of the fastest run of each: on a shared
-machine whose speed drifts by 10 to 20% over minutes, one pair measures the drift too.
+machine whose speed drifts over minutes, one pair measures the drift too.
 
     python scripts/benchmark_engine.py --networks insurance,water --time-limit 900
     python scripts/benchmark_engine.py --networks hailfinder --time-limit 3600 --baseline none

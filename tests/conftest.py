@@ -2,7 +2,29 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With ``DCMAP_EXPECT_ENGINE`` set (scripts/test_pure_python.py sets it), refuse to
+    run the tests on any other engine than the one named."""
+    expected = os.environ.get("DCMAP_EXPECT_ENGINE")
+    if expected:
+        import dcmap_dist
+        from dcmap_dist.compiled import describe
+
+        if describe() != expected:
+            raise pytest.UsageError(f"DCMAP_EXPECT_ENGINE is {expected!r}, but the tests import the "
+                                    f"{describe()} of {dcmap_dist.__file__}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the session's Ray is marked ``ray``."""
+    for item in items:
+        if "ray_session" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ray)
 
 
 @pytest.fixture(scope="session")

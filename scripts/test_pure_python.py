@@ -1,0 +1,56 @@
+"""Run tests on the pure-Python engine: the package's own sources, without the modules
+the install compiled.
+
+    .venv/bin/python scripts/test_pure_python.py                  # the exactness tests
+    .venv/bin/python scripts/test_pure_python.py tests/test_cli.py  # or any pytest arguments
+
+The install compiles the search's hot modules with Cython where it can and runs the same
+sources as plain Python where it cannot; both must give the same results. This copies
+``dcmap_dist/`` without its extension modules into a temporary folder, puts that folder
+first on ``PYTHONPATH`` (also for the subprocesses the tests start), checks that it is
+what Python imports and that it reports the pure Python engine, then runs pytest with the
+arguments given (by default, the exactness tests of the quick subset); the test session
+refuses to start if it would import another engine (``DCMAP_EXPECT_ENGINE``). CI runs it after
+the whole suite. Exit code: pytest's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = ["tests/test_exactness.py", "tests/test_search.py", "-m", "not slow and not ray"]
+PROBE = "import dcmap_dist, dcmap_dist.compiled as c; print(dcmap_dist.__file__); print(c.describe())"
+
+
+def pure_copy(into: Path) -> Path:
+    """``dcmap_dist/`` copied into ``into`` without compiled modules or caches."""
+    shutil.copytree(ROOT / "dcmap_dist", into / "dcmap_dist",
+                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "*.c", "__pycache__", "built-sources.json"))
+    return into
+
+
+def main() -> None:
+    arguments = sys.argv[1:] or DEFAULT
+    with tempfile.TemporaryDirectory(prefix="dcmap-pure-") as folder:
+        tree = pure_copy(Path(folder))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])),
+               "DCMAP_EXPECT_ENGINE": "pure Python engine"}  # tests/conftest.py checks it
+        probe = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True)
+        where, engine = probe.stdout.split("\n")[:2]
+        if not where.startswith(str(tree)) or engine != "pure Python engine":
+            sys.exit(f"test_pure_python: Python imports {where} ({engine}), not the pure copy in {tree}")
+        print(f"test_pure_python: {engine} from {tree}", flush=True)
+        # -P: the checkout (with its compiled modules) is not put first on sys.path
+        done = subprocess.run([sys.executable, "-P", "-m", "pytest", "-q", *arguments], cwd=ROOT, env=env,
+                              stdin=subprocess.DEVNULL)
+    sys.exit(done.returncode)
+
+
+if __name__ == "__main__":
+    main()

@@ -12,10 +12,10 @@ from .compiled import check_fresh
 
 check_fresh()
 
-from .cost import CostContext, ChildClusterLayer, DcmapCost, evaluate_mapping, load_cost
-from .loading import load_network
-from .network import Network, NetworkError
-from .solve import SolveResult, Solution, solve
+from .cost import ChildClusterLayer, CostContext, DcmapCost, evaluate_mapping, load_cost
+from .io.load import load_network
+from .model.network import Network, NetworkError
+from .solve import Solution, SolveResult, solve
 
 __all__ = [
     "ChildClusterLayer", "CostContext", "DcmapCost", "Network", "NetworkError", "Solution", "SolveResult",

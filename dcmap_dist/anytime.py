@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .audit import Audit
-from .engine import Problem, within
-from .mappings import given_nodes, mapping_names
-from .network import Network
+from .model.mappings import given_nodes, mapping_names
+from .model.network import Network
+from .search.audit import Audit
+from .search.problem import Problem, within
 
 BOUND_SPACING = 1.05  # a bound sample is kept when its time is this many times the last one's
 
@@ -42,7 +42,7 @@ class Anytime:
         self.bounds_of = [p.score(p.root()).bound for p in problems]
         self.nodes = [set(p.network.nodes) for p in problems]
         self.problems = problems
-        # every reported mapping is checked first (audit.py)
+        # every reported mapping is checked first (search/audit.py)
         self.audits = [Audit(p.network, p.graph, p.model, p.scheme, p.topo) for p in problems]
         self.trace: list[dict[str, Any]] = []
         self.bounds: list[dict[str, float]] = []

@@ -19,15 +19,17 @@ from typing import Any
 
 from . import __version__
 from .compiled import describe
-from .cost import ELIMINATION_ORDERS, CostError, DcmapCost, evaluate_mapping, load_cost
-from .dynamic import MAX_UNROLLED_NODES, recover_template
-from .limits import INTERRUPT, memory_mb
-from .loading import bundled_examples, load_network
-from .mappings import SCHEMES, MappingError, check_mapping
-from .network import Network, NetworkError, TooLarge, read_json
-from .outputs import OutputError, check_output, json_cost, write_atomic
+from .cost.base import CostError, evaluate_mapping
+from .cost.dcmap import ELIMINATION_ORDERS, DcmapCost
+from .cost.user import load_cost
+from .io.dynamic import MAX_UNROLLED_NODES, recover_template
+from .io.load import bundled_examples, load_network
+from .io.outputs import OutputError, check_output, json_cost, write_atomic
+from .model.mappings import SCHEMES, MappingError, check_mapping
+from .model.network import Network, NetworkError, TooLarge, read_json
+from .model.topology import eta, layer_nodes, long_arcs, scientific
+from .search.limits import INTERRUPT, memory_mb
 from .solve import METHODS, SolveResult, solve
-from .structure import eta, layer_nodes, long_arcs, scientific
 
 # dcmap solve refuses larger networks unless --force: setting one up (before the search,
 # outside --time-limit) takes minutes beyond it (docs/inputs.md)
@@ -290,7 +292,7 @@ def _solve(args: argparse.Namespace) -> int:
     if args.output and args.output != "-":
         check_output(Path(args.output), [Path(args.network)])
     if args.checkpoint:
-        from .checkpointing import check_checkpoint_path  # imports pyarrow
+        from .checkpoint.session import check_checkpoint_path  # imports pyarrow
 
         check_checkpoint_path(Path(args.checkpoint), args.output and Path(args.output))
     try:
@@ -308,7 +310,7 @@ def _solve(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from .checkpointing import Resume, check_checkpoint_path  # imports pyarrow
+    from .checkpoint.session import Resume, check_checkpoint_path  # imports pyarrow
 
     if args.output and args.output != "-":
         check_output(Path(args.output), [])
@@ -434,7 +436,7 @@ def _summary(result: SolveResult, output: str | None) -> None:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from . import plots  # imports matplotlib only when it draws
+    from .viz import plots  # imports matplotlib only when it draws
 
     result, output = _picture_paths(args, "-trace.png")
     try:
@@ -448,7 +450,7 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _draw(args: argparse.Namespace) -> int:
-    from . import drawing, plots  # imports matplotlib only when it draws
+    from .viz import drawing, plots  # imports matplotlib only when it draws
 
     result, output = _picture_paths(args, "-clusters.png", (Path(args.network),))
     clusters, what = plots.mapping_of(result, args.solution, args.trace_point)

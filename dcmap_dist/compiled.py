@@ -15,7 +15,9 @@ import json
 import warnings
 from pathlib import Path
 
-COMPILED = ("engine", "bounds", "combinations", "explorer", "linking", "structure")  # setup.py compiles these
+# setup.py compiles these (paths in the package, without .py)
+COMPILED = ("search/problem", "search/bounds", "search/combinations", "search/explorer", "search/linking",
+            "model/topology")
 BUILT_SOURCES = "built-sources.json"  # sha256 of each source when it was compiled
 PACKAGE = Path(__file__).resolve().parent
 

@@ -10,9 +10,9 @@ import numbers
 import os
 import platform
 import time
-from datetime import datetime, timezone
 from collections.abc import Callable, Hashable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +21,20 @@ import numpy
 
 from . import __version__
 from .anytime import Anytime
-from .audit import Audit
-from .baselines import bfs_search, brute_force
-from .cost import CostModel, load_cost, model_params
-from .engine import Problem, joins_to_clusters, within
-from .limits import Limits, memory_mb
-from .loading import load_network
-from .linking import trail_count, trail_joins
-from .mappings import check_scheme, given_nodes, mapping_names
-from .network import Network
-from .outputs import json_cost
-from .search import Saver, SearchOutcome, dcmap_search
-from .state import Resumption
+from .cost.base import CostModel
+from .cost.user import load_cost, model_params
+from .io.load import load_network
+from .io.outputs import json_cost
+from .model.mappings import check_scheme, given_nodes, mapping_names
+from .model.network import Network
+from .run.serial import dcmap_search
+from .search.audit import Audit
+from .search.heuristics import bfs_search, brute_force
+from .search.limits import Limits, memory_mb
+from .search.linking import trail_count, trail_joins
+from .search.outcome import Saver, SearchOutcome
+from .search.problem import Problem, joins_to_clusters, within
+from .search.state import Resumption
 
 METHODS = ("dcmap", "bfs", "brute")
 
@@ -142,10 +144,10 @@ def solve(
     trust_checkpoint: bool = False,
 ) -> SolveResult:
     """Find every optimal cluster mapping of ``network`` (a Network, or anything
-    :func:`~dcmap_dist.loading.load_network` loads: a path, a bundled example's name, ...).
+    :func:`~dcmap_dist.io.load.load_network` loads: a path, a bundled example's name, ...).
 
     ``cost`` is ``"dcmap"`` (with ``order`` and ``addition``), ``"module:name"``, a
-    cost model or a callable (see :mod:`dcmap_dist.cost`). ``method`` is ``dcmap``,
+    cost model or a callable (see :mod:`dcmap_dist.cost.base`). ``method`` is ``dcmap``,
     ``bfs`` or ``brute``. Limits stop the search cleanly with the best mappings so
     far and ``proven_optimal = False``. ``on_improvement(cost, iteration, seconds,
     clusters)`` hears every improved total with its mapping (as in ``solutions``;
@@ -161,7 +163,7 @@ def solve(
     ``memory_limit_mb``.
 
     ``workers`` > 1 runs DCMAP on that many Ray worker actors (see
-    :mod:`dcmap_dist.distributed`), attached with ``ray.init(address=address)``
+    :mod:`dcmap_dist.run.ray.driver`), attached with ``ray.init(address=address)``
     (``"local"`` when None starts a private Ray and stops it afterwards; an already
     connected Ray is used as it is). ``link_table`` places the dominance table
     (``sharded`` over the workers, or on the ``coordinator``); ``snapshot_every``
@@ -193,7 +195,7 @@ def solve(
     if checkpoint is not None:
         if method != "dcmap":
             raise ValueError(f"checkpoints are written by the dcmap method only, not {method}")
-        from .checkpointing import CheckpointFolder  # imports pyarrow
+        from .checkpoint.session import CheckpointFolder  # imports pyarrow
 
         resumed_from = None if resume is None else getattr(resume, "directory", resume)
         continuing = resumed_from is not None and os.path.realpath(resumed_from) == os.path.realpath(checkpoint)
@@ -238,7 +240,7 @@ def _solve_in(network, cost, scheme, method, alpha, seed, time_limit, max_iterat
     """:func:`solve` once its arguments are checked and its checkpoint folder is open."""
     resumed = None
     if resume is not None:
-        from .checkpointing import Resume  # imports pyarrow
+        from .checkpoint.session import Resume  # imports pyarrow
 
         resumed = resume if isinstance(resume, Resume) else Resume(Path(resume), trust_checkpoint)
         if network is None:
@@ -248,7 +250,7 @@ def _solve_in(network, cost, scheme, method, alpha, seed, time_limit, max_iterat
     identity = {"scheme": scheme, "link_key": key, "use_bound": use_bound, "alpha": alpha, "seed": seed}
     checkpointer = None
     if folder is not None:
-        from .checkpointing import CHECKPOINT_EVERY, Checkpointer
+        from .checkpoint.session import CHECKPOINT_EVERY, Checkpointer
 
         checkpointer = Checkpointer(folder, checkpoint_every or CHECKPOINT_EVERY, network, model, identity)
     start = session = time.perf_counter()  # start moves back by the time before a resumption
@@ -338,7 +340,7 @@ class _Runner:
         self.settings = {"alpha": alpha, "seed": seed, "link_table": link_table, "snapshot_every": snapshot_every}
         self.started_ray = False
         if self.workers > 1:
-            from . import distributed  # imports Ray
+            from .run.ray import driver as distributed  # imports Ray
 
             if link_table not in distributed.LINK_TABLES:
                 raise ValueError(f"unknown link table {link_table!r}: choose one of "

@@ -43,7 +43,7 @@ COLUMNS = ["network", "nodes", "arcs", "eta", "variant", "time_limit", "cost", "
 def networks() -> list[tuple[int, str, dict]]:
     """(nodes, label, load_network keyword arguments) in order of node count."""
     sys.path.insert(0, str(ROOT))
-    from dcmap_dist.loading import load_network
+    from dcmap_dist.io.load import load_network
 
     found = []
     for path in sorted(NETWORKS.glob("*.bif.gz")):
@@ -59,9 +59,9 @@ def networks() -> list[tuple[int, str, dict]]:
 def run_one(spec: dict, variant: str, time_limit: float) -> dict:
     """Solve one network in this process and describe the run."""
     sys.path.insert(0, str(ROOT))
-    from dcmap_dist.loading import load_network
+    from dcmap_dist.io.load import load_network
+    from dcmap_dist.model.topology import eta, scientific
     from dcmap_dist.solve import solve
-    from dcmap_dist.structure import eta, scientific
 
     network = load_network(spec["source"], slices=spec.get("slices"))
     result = solve(network, order=spec.get("order", "cpt"), time_limit=time_limit, max_solutions=100,

@@ -25,10 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dcmap_dist import checkpointing, solve  # noqa: E402  (checkpointing imports pyarrow)
-from dcmap_dist.checkpoint import generations  # noqa: E402
-from dcmap_dist.cost import load_cost  # noqa: E402
-from dcmap_dist.engine import Problem  # noqa: E402
+from dcmap_dist import solve  # noqa: E402  (checkpointing imports pyarrow)
+from dcmap_dist.checkpoint import session as checkpointing
+from dcmap_dist.checkpoint.arrow import generations  # noqa: E402
+from dcmap_dist.cost.user import load_cost  # noqa: E402
+from dcmap_dist.search.problem import Problem  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from benchmark_distributed import append, network  # noqa: E402

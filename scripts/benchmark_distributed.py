@@ -48,8 +48,9 @@ NETWORKS = ROOT.parent / "shared" / "networks"
 RESULTS = ROOT / "results"
 sys.path.insert(0, str(ROOT))
 
-from dcmap_dist import distributed, load_network, solve  # noqa: E402
-from dcmap_dist.outputs import append_csv_row  # noqa: E402
+from dcmap_dist import load_network, solve  # noqa: E402
+from dcmap_dist.io.outputs import append_csv_row  # noqa: E402
+from dcmap_dist.run.ray import driver as distributed  # noqa: E402
 
 LISTED = 100_000  # optimal mappings listed at most (hepar2's best cost has 53 million tied ones)
 # what a forced W = 1 Ray run (and the pool's warm-up) passes to distributed_search: solve()'s defaults
@@ -75,9 +76,9 @@ def warm(workers: int) -> None:
     """Start the pool of ``workers`` Ray workers (if it is not up) with a small search, so
     a timed run measures the search and not the start of the actors' processes (a
     session's first search pays that once, about half a second here)."""
-    from dcmap_dist.cost import DcmapCost
-    from dcmap_dist.engine import Problem
-    from dcmap_dist.limits import Limits
+    from dcmap_dist.cost.dcmap import DcmapCost
+    from dcmap_dist.search.limits import Limits
+    from dcmap_dist.search.problem import Problem
 
     distributed.distributed_search(Problem(load_network("asia"), DcmapCost(), "merge"), workers, RAY_SETTINGS,
                                    Limits())
@@ -162,9 +163,9 @@ def run_ray(label: str, workers: int, time_limit: float, link_table: str = "shar
     if workers > 1:
         return run(label, workers, time_limit, link_table, memory_limit)
     net, order = network(label)
-    from dcmap_dist.engine import Problem
-    from dcmap_dist.cost import DcmapCost
-    from dcmap_dist.limits import Limits
+    from dcmap_dist.cost.dcmap import DcmapCost
+    from dcmap_dist.search.limits import Limits
+    from dcmap_dist.search.problem import Problem
 
     problem = Problem(net, DcmapCost(order), "merge")
     warm(1)
@@ -224,12 +225,12 @@ def in_process(label: str, shards: int, iterations: int) -> dict:
     """``iterations`` expansions of ``label`` by ``shards`` explorers in this process, each
     owning its shard of the link table (one: the serial search), taking 100 ms turns and
     exchanging packed batches between turns as the workers do."""
-    from dcmap_dist.cost import DcmapCost
-    from dcmap_dist.engine import Problem
-    from dcmap_dist.explorer import Explorer
-    from dcmap_dist.limits import Limits, Stopwatch
-    from dcmap_dist.linking import LinkShard
-    from dcmap_dist.worker import packed, unpacked
+    from dcmap_dist.cost.dcmap import DcmapCost
+    from dcmap_dist.run.ray.worker import packed, unpacked
+    from dcmap_dist.search.explorer import Explorer
+    from dcmap_dist.search.limits import Limits, Stopwatch
+    from dcmap_dist.search.linking import LinkShard
+    from dcmap_dist.search.problem import Problem
 
     net, order = network(label)
     problems = [Problem(net, DcmapCost(order), "merge") for _ in range(shards)]

@@ -57,12 +57,11 @@ def network_spec(label: str) -> dict:
 def run_one(tree: str, label: str, time_limit: float, memory_limit_mb: float) -> dict:
     """Solve one network with the package of ``tree`` (in this process)."""
     sys.path.insert(0, tree)
-    import dcmap_dist.engine
-    from dcmap_dist import solve
-    from dcmap_dist.loading import load_network
+    import dcmap_dist  # only the package's face: a baseline may have another layout inside
+    from dcmap_dist import load_network, solve
 
-    if not Path(dcmap_dist.engine.__file__).resolve().is_relative_to(Path(tree).resolve()):
-        raise SystemExit(f"{tree}: the engine was imported from {dcmap_dist.engine.__file__}")
+    if not Path(dcmap_dist.__file__).resolve().is_relative_to(Path(tree).resolve()):
+        raise SystemExit(f"{tree}: the package was imported from {dcmap_dist.__file__}")
     if (Path(tree) / "dcmap_dist" / "compiled.py").exists():
         from dcmap_dist.compiled import describe
     else:  # a tree from before the compiled build (an editable install elsewhere would answer for it)
@@ -124,7 +123,7 @@ def main() -> None:
         print(json.dumps(run_one(tree, label, float(seconds), float(mib))))
         return
     sys.path.insert(0, str(ROOT))  # not before --run-one: that one imports the tree it is given
-    from dcmap_dist.outputs import append_csv_row
+    from dcmap_dist.io.outputs import append_csv_row
 
     command = "python scripts/benchmark_engine.py " + shlex.join(sys.argv[1:])
     date = datetime.date.today().isoformat()
@@ -196,7 +195,7 @@ def check_same(got: dict[str, dict], strict: bool = True) -> None:
     engines that add the same costs in another order differ in the last bits), the
     solution count and (when both listed them all) the partitions. Unless ``strict``
     (a baseline known to be wrong), a difference is printed instead."""
-    from dcmap_dist.engine import TOLERANCE
+    from dcmap_dist.search.problem import TOLERANCE
 
     proven = [row for row in got.values() if row["proven"]]
     if len(proven) == 2:

@@ -5,7 +5,7 @@ Templates (``--templates``): ``seagrass`` (order paper, its observed nodes), ``w
 and ``diabetes`` (recovered from ``../shared/networks``; diabetes without its static
 nodes and partial slice), and ``random``: ``--random-count`` seeded random templates
 (seeds ``--seed``, ``--seed`` + 1, ...) of each of ``--random-sizes`` nodes per slice
-(see :func:`dcmap_dist.templates.random_template`).
+(see :func:`dcmap_dist.study.templates.random_template`).
 
 Budgets: a run stops at ``--run-budget`` seconds, or at what is left of its template's
 ``--study-budget`` if that is less (the seconds of the template's recorded runs count);
@@ -23,7 +23,7 @@ run in progress with a checkpoint and writes no row (exit code 4).
 
 ``--replicate`` adds, for T >= k, the cost of the cheapest replication over T slices of
 the listed optimal mappings of the proven k-slice run (k = 1, 2; read from its result
-JSON), and how many of its clusters were repaired (:mod:`dcmap_dist.replication`).
+JSON), and how many of its clusters were repaired (:mod:`dcmap_dist.study.replication`).
 
     python scripts/scaling_study.py --templates seagrass --max-slices 3 --run-budget 3600 \\
         --study-budget 7200 --checkpoint checkpoints/study --replicate
@@ -52,15 +52,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dcmap_dist.checkpoint import generations  # noqa: E402
+from dcmap_dist.checkpoint.arrow import generations  # noqa: E402
 from dcmap_dist.cli import Progress  # noqa: E402
-from dcmap_dist.limits import INTERRUPT, memory_mb  # noqa: E402
-from dcmap_dist.loading import load_network  # noqa: E402
-from dcmap_dist.outputs import append_csv_row, json_cost, write_atomic  # noqa: E402
-from dcmap_dist.replication import best_replication  # noqa: E402
+from dcmap_dist.io.load import load_network  # noqa: E402
+from dcmap_dist.io.outputs import append_csv_row, json_cost, write_atomic  # noqa: E402
+from dcmap_dist.model.topology import eta  # noqa: E402
+from dcmap_dist.search.limits import INTERRUPT, memory_mb  # noqa: E402
 from dcmap_dist.solve import SolveResult, solve  # noqa: E402
-from dcmap_dist.structure import eta  # noqa: E402
-from dcmap_dist.templates import STUDY_TEMPLATES, random_template, study_template  # noqa: E402
+from dcmap_dist.study.replication import best_replication  # noqa: E402
+from dcmap_dist.study.templates import STUDY_TEMPLATES, random_template, study_template  # noqa: E402
 
 FAMILIES = (*STUDY_TEMPLATES, "random")
 REPLICATED = [f"replicated_k{k}_{what}" for k in (1, 2) for what in ("cost", "repaired")]
@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, _interrupt)
     started_ray = False
     if args.workers > 1:
-        from dcmap_dist import distributed  # imports Ray
+        from dcmap_dist.run.ray import driver as distributed  # imports Ray
 
         started_ray = distributed.connect(args.address, args.workers)
     try:

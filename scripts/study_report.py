@@ -23,12 +23,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dcmap_dist.drawing import draw_clusters  # noqa: E402
-from dcmap_dist.dynamic import unroll  # noqa: E402
-from dcmap_dist.growth import PowerFit, fit_power  # noqa: E402
-from dcmap_dist.plots import plot_scaling, plot_trace  # noqa: E402
-from dcmap_dist.similarity import similarities  # noqa: E402
-from dcmap_dist.templates import study_template  # noqa: E402
+from dcmap_dist.io.dynamic import unroll  # noqa: E402
+from dcmap_dist.study.growth import PowerFit, fit_power  # noqa: E402
+from dcmap_dist.study.similarity import similarities  # noqa: E402
+from dcmap_dist.study.templates import study_template  # noqa: E402
+from dcmap_dist.viz.drawing import draw_clusters  # noqa: E402
+from dcmap_dist.viz.plots import plot_scaling, plot_trace  # noqa: E402
 
 PAPER_EXPONENT = 2.0  # the paper's hypothesis: O(n^2) iterations to the first optimum, O(a n^2) to all
 REAL = ("seagrass", "water", "diabetes")

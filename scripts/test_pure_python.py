@@ -9,7 +9,7 @@ sources as plain Python where it cannot; both must give the same results. This c
 ``dcmap_dist/`` without its extension modules into a temporary folder, puts that folder
 first on ``PYTHONPATH`` (also for the subprocesses the tests start), checks that it is
 what Python imports and that it reports the pure Python engine, then runs pytest with the
-arguments given (by default, the exactness tests of the quick subset); the test session
+arguments given (by default, the exactness tests that run serially in minutes); the test session
 refuses to start if it would import another engine (``DCMAP_EXPECT_ENGINE``). CI runs it after
 the whole suite. Exit code: pytest's.
 """
@@ -24,7 +24,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ["tests/test_exactness.py", "tests/test_search.py", "-m", "not slow and not ray"]
+# the exactness tests against brute force and the independent oracle, serially, with the
+# sweeps against brute force but not the long one against the oracle (about 6 minutes)
+DEFAULT = ["tests/test_exactness.py", "tests/test_search.py", "tests/test_link_key.py", "-m", "not ray",
+           "-k", "not (agrees_with_the_oracle and not quick) and not 280"]
 PROBE = "import dcmap_dist, dcmap_dist.compiled as c; print(dcmap_dist.__file__); print(c.describe())"
 
 
@@ -41,7 +44,7 @@ def main() -> None:
         tree = pure_copy(Path(folder))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])),
                "DCMAP_EXPECT_ENGINE": "pure Python engine"}  # tests/conftest.py checks it
-        probe = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True)
+        probe = subprocess.run([sys.executable, "-P", "-c", PROBE], env=env, capture_output=True, text=True, check=True)
         where, engine = probe.stdout.split("\n")[:2]
         if not where.startswith(str(tree)) or engine != "pure Python engine":
             sys.exit(f"test_pure_python: Python imports {where} ({engine}), not the pure copy in {tree}")

@@ -31,7 +31,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def ray_session():
     """One local Ray for the whole test session (starting one takes 4 to 11 s here)."""
     ray = pytest.importorskip("ray")
-    from dcmap_dist import distributed
+    from dcmap_dist.run.ray import driver as distributed
 
     # 4 logical CPUs on this 2-core machine: tests run up to 4 workers, and a solve refuses
     # more workers than the CPUs its Ray offers

@@ -29,8 +29,8 @@ from typing import Any
 
 import networkx as nx
 
-from dcmap_dist.cost import ChildClusterLayer, CostContext
-from dcmap_dist.network import Network
+from dcmap_dist.cost.base import ChildClusterLayer, CostContext
+from dcmap_dist.model.network import Network
 
 TOLERANCE = 1e-9
 

@@ -13,9 +13,10 @@ from collections.abc import Hashable, Iterable
 
 import networkx as nx
 
-from dcmap_dist.cost import CostContext, DcmapCost
-from dcmap_dist.network import Network
-from dcmap_dist.structure import long_arcs
+from dcmap_dist.cost.base import CostContext
+from dcmap_dist.cost.dcmap import DcmapCost
+from dcmap_dist.model.network import Network
+from dcmap_dist.model.topology import long_arcs
 
 
 # --------------------------------------------------------------------------- random networks
@@ -169,8 +170,9 @@ def trace_problem(network: Network, result, cost=DcmapCost(), scheme: str = "mer
     at the best cost; every lower bound sample must be at most the best cost. With
     ``mappings_lost``, an improvement may come without its mapping (a distributed
     search lost its records with a worker)."""
-    from dcmap_dist.cost import FunctionCost, evaluate_mapping
-    from dcmap_dist.mappings import check_mapping
+    from dcmap_dist.cost.base import evaluate_mapping
+    from dcmap_dist.cost.user import FunctionCost
+    from dcmap_dist.model.mappings import check_mapping
 
     model = cost if hasattr(cost, "evaluate") else FunctionCost(cost)
     tolerance = 1e-9 * max(1.0, abs(result.optimal_cost))

@@ -1,4 +1,4 @@
-"""The audit of reported mappings (dcmap_dist/audit.py): it prices a mapping exactly as
+"""The audit of reported mappings (dcmap_dist/search/audit.py): it prices a mapping exactly as
 ``cost.evaluate_mapping`` does, and refuses an infeasible mapping or a wrong cost with an
 error that names the mapping."""
 
@@ -8,10 +8,12 @@ import math
 
 import pytest
 
-from dcmap_dist.audit import Audit, AuditError
-from dcmap_dist.cost import DcmapCost, FunctionCost, evaluate_mapping
-from dcmap_dist.engine import Problem
-from dcmap_dist.mappings import enumerate_mappings, mapping_names
+from dcmap_dist.search.audit import Audit, AuditError
+from dcmap_dist.cost.base import evaluate_mapping
+from dcmap_dist.cost.dcmap import DcmapCost
+from dcmap_dist.cost.user import FunctionCost
+from dcmap_dist.search.problem import Problem
+from dcmap_dist.model.mappings import enumerate_mappings, mapping_names
 
 from search_costs import random_network, tie_cost
 

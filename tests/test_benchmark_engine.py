@@ -83,6 +83,7 @@ def test_without_a_baseline_only_this_tree_runs(tmp_path):
     assert [(r["engine"], r["proven"], r["cost"], r["speedup"]) for r in rows] == [("new", "True", "68.8", "")]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not ASIA.exists(), reason=f"{ASIA} is not here")
 def test_repeated_pairs_alternate_and_end_with_the_fastest_of_each(tmp_path):
     output = tmp_path / "engine.csv"

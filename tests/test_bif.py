@@ -8,8 +8,8 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from dcmap_dist.bif import parse_bif, read_bif
-from dcmap_dist.network import NetworkError
+from dcmap_dist.io.bif import parse_bif, read_bif
+from dcmap_dist.model.network import NetworkError
 
 NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
 if not NETWORKS.is_dir():

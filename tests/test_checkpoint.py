@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from dcmap_dist.checkpoint import FAULT_VARIABLE, POINTER, SCHEMAS, CheckpointError, generations
-from dcmap_dist.loading import load_network
+from dcmap_dist.checkpoint.arrow import FAULT_VARIABLE, POINTER, SCHEMAS, CheckpointError, generations
+from dcmap_dist.io.load import load_network
 from dcmap_dist.solve import solve
 
 from search_costs import COST_MODELS, partition, random_network, trace_problem
@@ -47,6 +47,7 @@ def result_summary(path: Path) -> tuple:
 # -- interrupted by limits, resumed on changing worker counts --------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("ray_session")
 def test_interrupted_and_resumed_searches_are_exact(tmp_path):
     """30 random graphs, each stopped every few iterations and resumed serially or on Ray
@@ -141,7 +142,7 @@ def kill_and_resume(tmp_path: Path, args: list[str], delay: float | None, resume
     return output
 
 
-@pytest.mark.parametrize("case", range(20))
+@pytest.mark.parametrize("case", [0, *(pytest.param(case, marks=pytest.mark.slow) for case in range(1, 20))])
 def test_kill_9_at_a_random_moment_then_resume(tmp_path, seagrass_reference, case):
     """20 serial runs killed at seeded random moments in the first half of the search
     (checkpoints after every step, so some die while writing one), resumed serially or
@@ -153,7 +154,9 @@ def test_kill_9_at_a_random_moment_then_resume(tmp_path, seagrass_reference, cas
     assert result_summary(output) == reference
 
 
-@pytest.mark.parametrize("step", ["table-branches", "table-links", "table-histories", "metadata", "rename"])
+@pytest.mark.parametrize("step", [*(pytest.param(step, marks=pytest.mark.slow)
+                                    for step in ("table-branches", "table-links", "table-histories", "metadata")),
+                                  "rename"])
 def test_kill_9_while_writing_a_checkpoint_then_resume(tmp_path, seagrass_reference, step):
     """Fault injection kills the process in the middle of writing its 3rd generation: the
     2nd is used (the partial one is ignored) and the result is exact."""
@@ -162,6 +165,7 @@ def test_kill_9_while_writing_a_checkpoint_then_resume(tmp_path, seagrass_refere
     assert result_summary(output) == seagrass_reference[0]
 
 
+@pytest.mark.slow
 def test_distributed_run_killed_then_resumed_serially(tmp_path, seagrass_reference):
     reference, seconds = seagrass_reference
     output = kill_and_resume(tmp_path, [*SEAGRASS, "--workers", "2", "--checkpoint-every", "0.1"],
@@ -169,6 +173,7 @@ def test_distributed_run_killed_then_resumed_serially(tmp_path, seagrass_referen
     assert result_summary(output) == reference
 
 
+@pytest.mark.slow
 def test_seagrass_one_slice_killed_and_resumed_on_two_workers(tmp_path, seagrass_reference):
     reference, seconds = seagrass_reference
     output = kill_and_resume(tmp_path, [*SEAGRASS, "--checkpoint-every", "0.2"], 0.5 * seconds,
@@ -181,7 +186,7 @@ def test_seagrass_one_slice_killed_and_resumed_on_two_workers(tmp_path, seagrass
 
 @pytest.mark.parametrize("sig,checkpointed,workers", [
     (signal.SIGINT, True, 1), (signal.SIGINT, False, 1), (signal.SIGTERM, True, 1), (signal.SIGTERM, False, 1),
-    (signal.SIGTERM, True, 2),  # Ray installs a SIGTERM handler of its own: ours must stay
+    pytest.param(signal.SIGTERM, True, 2, marks=pytest.mark.slow),  # Ray installs a SIGTERM handler of its own: ours must stay
 ])
 def test_a_signal_writes_the_best_so_far(tmp_path, sig, checkpointed, workers):
     """The signal comes as soon as the search has found a mapping (hundreds of thousands
@@ -310,7 +315,7 @@ def rewrite_digests(folder: Path) -> None:
     """Recompute a generation's SHA256SUMS after an edit (what a deliberate alteration does)."""
     import hashlib
 
-    from dcmap_dist.checkpoint import DIGESTS, FILES
+    from dcmap_dist.checkpoint.arrow import DIGESTS, FILES
 
     (folder / DIGESTS).write_text("".join(f"{hashlib.sha256((folder / n).read_bytes()).hexdigest()}  {n}\n"
                                           for n in FILES))
@@ -396,6 +401,7 @@ def test_a_checkpoint_of_an_older_format_is_refused_by_its_version(checkpointed,
         solve(None, resume=checkpointed)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 def test_random_bit_flips_never_give_a_wrong_answer(pristine, seed):
     """One bit flipped anywhere in any file of the newest generation: the resumed search
@@ -431,7 +437,7 @@ def pristine(checkpointed) -> Path:
 
 @pytest.mark.parametrize("case", ["file", "under-a-file", "same-as-output", "inside-the-package"])
 def test_the_checkpoint_folder_is_checked_before_the_search(tmp_path, case):
-    from dcmap_dist.outputs import PACKAGE
+    from dcmap_dist.io.outputs import PACKAGE
 
     (tmp_path / "plain").write_text("x")
     folder = {"file": tmp_path / "plain", "under-a-file": tmp_path / "plain" / "ck",
@@ -445,7 +451,7 @@ def test_the_checkpoint_folder_is_checked_before_the_search(tmp_path, case):
 
 
 def test_a_folder_in_use_by_another_run_is_refused(tmp_path):
-    from dcmap_dist.checkpointing import CheckpointFolder
+    from dcmap_dist.checkpoint.session import CheckpointFolder
 
     held = CheckpointFolder(tmp_path / "ck")
     try:
@@ -467,7 +473,7 @@ def test_a_folder_holding_another_search_is_refused_unless_fresh(checkpointed):
 def test_the_final_checkpoint_is_written_inside_the_time_limit(tmp_path, monkeypatch):
     """The search stops early enough to write its last checkpoint within the limit: here
     the write is said to need more than the whole limit, so it stops at once."""
-    from dcmap_dist.checkpointing import Checkpointer
+    from dcmap_dist.checkpoint.session import Checkpointer
 
     monkeypatch.setattr(Checkpointer, "reserve", lambda self, rows: 1e6)
     result = solve(load_network("child"), time_limit=100, checkpoint=tmp_path / "ck")
@@ -499,7 +505,7 @@ def opaque_cost(ctx):
 
 
 def test_pickled_messages_resume_only_when_trusted(tmp_path):
-    from dcmap_dist.cost import FunctionCost
+    from dcmap_dist.cost.user import FunctionCost
 
     network, model = random_network(11, 8, 10), FunctionCost(opaque_cost)
     whole = solve(network, model, max_solutions=None)
@@ -516,11 +522,11 @@ def test_the_reserve_covers_a_write_of_the_same_state(tmp_path, monkeypatch):
     still gets a reserve longer than its write took (before, the rate was per row written,
     histories included: hepar2 kept 7 s for a final write of 16 s). The write is slowed by
     a second so that the margin of 0.4 s cannot hide the difference."""
-    from dcmap_dist import checkpointing
-    from dcmap_dist.checkpointing import CheckpointFolder, Checkpointer, Resume
-    from dcmap_dist.cost import load_cost
-    from dcmap_dist.engine import Problem
-    from dcmap_dist.state import counters, write_size
+    from dcmap_dist.checkpoint import session as checkpointing
+    from dcmap_dist.checkpoint.session import CheckpointFolder, Checkpointer, Resume
+    from dcmap_dist.cost.user import load_cost
+    from dcmap_dist.search.problem import Problem
+    from dcmap_dist.search.state import counters, write_size
 
     network = load_network("child")
     solve(network, max_iterations=3000, checkpoint=tmp_path / "a")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dcmap_dist.cli import main
-from dcmap_dist.loading import load_network
+from dcmap_dist.io.load import load_network
 from dcmap_dist.solve import solve
 
 TESTS = Path(__file__).resolve().parent
@@ -151,7 +151,8 @@ def test_cost_of_every_optimal_mapping(capsys, tmp_path, order):
 def test_cost_with_a_user_function(capsys, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(TESTS))
     from search_costs import hash_cost
-    from dcmap_dist.cost import FunctionCost, evaluate_mapping
+    from dcmap_dist.cost.base import evaluate_mapping
+    from dcmap_dist.cost.user import FunctionCost
 
     code, out, _ = run(capsys, "cost", "paper-example", mapping_file(tmp_path, OPTIMAL), "--json",
                        "--cost", "search_costs:hash_cost")
@@ -477,7 +478,7 @@ def test_a_failing_user_cost_is_an_input_error_naming_the_model(capsys, tmp_path
 
 def test_the_progress_line_is_cleared_when_the_search_fails(capsys, monkeypatch):
     import dcmap_dist.cli as cli
-    from dcmap_dist.cost import CostError
+    from dcmap_dist.cost.base import CostError
 
     def failing(*args, on_progress, **kwargs):
         on_progress({"iterations": 5, "best": 60.0, "open": 3, "rate": 10.0, "elapsed": 0.5, "memory_mb": 50})

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dcmap_dist.checkpoint import generations
+from dcmap_dist.checkpoint.arrow import generations
 
 pytestmark = pytest.mark.ray
 
@@ -82,7 +82,7 @@ def test_an_address_without_workers_is_an_error():
     assert run.returncode == 2 and "workers" in run.stderr, run.stderr
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("workers", ["1", pytest.param("2", marks=pytest.mark.slow)])
 def test_standard_output_holds_only_the_result(tmp_path, workers):
     """A user's cost function that prints, and Ray's own messages, go to standard error:
     ``--output -`` stays valid JSON."""
@@ -149,6 +149,7 @@ def test_a_lost_ray_leaves_the_best_so_far_and_names_the_folder(tmp_path):
     assert (round(again["optimal_cost"], 6), again["solution_count"]) == OPTIMUM
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_ray_start_up_stops_cleanly(tmp_path):
     """SIGINT while the private Ray starts: the search stops at once with the best so far
     (exit 4), it does not run on."""

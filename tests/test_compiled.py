@@ -26,25 +26,27 @@ def test_describe_names_the_engine_that_runs():
 
 
 def test_the_running_modules_are_the_ones_reported():
-    import dcmap_dist.engine as engine
+    import dcmap_dist.search.problem as engine
 
     suffix = os.path.splitext(engine.__file__)[1]
-    assert ("engine" in compiled.compiled_modules()) == (suffix != ".py")
+    assert ("search/problem" in compiled.compiled_modules()) == (suffix != ".py")
 
 
 def test_a_source_edited_after_its_build_warns(tmp_path, monkeypatch):
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    source = tmp_path / "engine.py"
+    (tmp_path / "search").mkdir()
+    source = tmp_path / "search" / "problem.py"
     source.write_text("x = 1\n")
-    (tmp_path / f"engine{suffix}").write_bytes(b"")
-    (tmp_path / compiled.BUILT_SOURCES).write_text(json.dumps({"engine": hashlib.sha256(b"x = 1\n").hexdigest()}))
+    (tmp_path / "search" / f"problem{suffix}").write_bytes(b"")
+    (tmp_path / compiled.BUILT_SOURCES).write_text(
+        json.dumps({"search/problem": hashlib.sha256(b"x = 1\n").hexdigest()}))
     monkeypatch.setattr(compiled, "PACKAGE", tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         os.utime(source, (3_000_000_000, 3_000_000_000))  # newer, but the same text: silent
         compiled.check_fresh()
     source.write_text("x = 2\n")
-    with pytest.warns(UserWarning, match=r"engine\.py changed after it was compiled.*pip install -e \."):
+    with pytest.warns(UserWarning, match=r"problem\.py changed after it was compiled.*pip install -e \."):
         compiled.check_fresh()
 
 

@@ -13,26 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from dcmap_dist.cost import (
-    ChildClusterLayer,
-    ClusterLayerCost,
-    CostContext,
-    CostError,
-    DcmapCost,
-    HOOKS,
-    FunctionCost,
-    UserCost,
-    child_order,
-    elimination_positions,
-    evaluate_mapping,
-    load_cost,
-    sort_children,
-    user_cost_limit,
-)
-from dcmap_dist.loading import load_network
-from dcmap_dist.mappings import check_mapping, enumerate_mappings
-from dcmap_dist.network import Network, NetworkError
-from dcmap_dist.structure import Topology, layers
+from dcmap_dist.cost.base import (ChildClusterLayer, ClusterLayerCost, CostContext, CostError, child_order, evaluate_mapping, sort_children, user_cost_limit)
+from dcmap_dist.cost.dcmap import DcmapCost, elimination_positions
+from dcmap_dist.cost.user import HOOKS, FunctionCost, UserCost, load_cost
+from dcmap_dist.io.load import load_network
+from dcmap_dist.model.mappings import check_mapping, enumerate_mappings
+from dcmap_dist.model.network import Network, NetworkError
+from dcmap_dist.model.topology import Topology, layers
 from search_costs import random_network
 
 TESTS = Path(__file__).resolve().parent
@@ -719,6 +706,7 @@ def test_load_cost_passes_the_built_in_model_through_and_guards_the_rest():
 # --------------------------------------------------------------------------- regression
 
 
+@pytest.mark.slow
 def test_elimination_order_is_not_stale_after_id_reuse():
     """Caches live on each network: networks created and discarded in turn (so that
     Python may reuse their ids) with the same names but other cards cost as they should."""
@@ -974,7 +962,8 @@ def test_a_guarded_user_model_pickles_with_its_hooks(paper):
 def test_a_cost_function_that_exits_is_an_error_of_that_function(raised):
     """sys.exit() or KeyboardInterrupt from a user's cost is a CostError naming it (before,
     the solve ended with exit code 0 and no output)."""
-    from dcmap_dist.cost import CostError, load_cost
+    from dcmap_dist.cost.base import CostError
+    from dcmap_dist.cost.user import load_cost
     from dcmap_dist.solve import solve
 
     def leaving(ctx):

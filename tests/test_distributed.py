@@ -17,13 +17,13 @@ import signal
 import numpy
 import pytest
 
-from dcmap_dist.cost import DcmapCost
-from dcmap_dist.worker import marshallable, packed, unpacked
-from dcmap_dist.engine import Problem
-from dcmap_dist.explorer import Explorer
-from dcmap_dist.limits import Limits, Stopwatch
-from dcmap_dist.linking import LinkShard
-from dcmap_dist.loading import load_network
+from dcmap_dist.cost.dcmap import DcmapCost
+from dcmap_dist.run.ray.worker import marshallable, packed, unpacked
+from dcmap_dist.search.problem import Problem
+from dcmap_dist.search.explorer import Explorer
+from dcmap_dist.search.limits import Limits, Stopwatch
+from dcmap_dist.search.linking import LinkShard
+from dcmap_dist.io.load import load_network
 from dcmap_dist.solve import solve
 
 from search_costs import COST_MODELS, partition, random_network, trace_problem
@@ -55,6 +55,7 @@ def disagreement(serial, other, label: str) -> str | None:
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seeds", [range(0, 50), range(50, N_GRAPHS)], ids=["seeds0-49", "seeds50-99"])
 def test_distributed_equals_serial_on_random_graphs(seeds):
     """Every graph, both schemes, its cost family; W = 2 and W = 4 with the sharded
@@ -85,7 +86,9 @@ def test_distributed_equals_serial_on_random_graphs(seeds):
 
 
 @pytest.mark.parametrize("name,slices,order", [
-    ("child", None, "cpt"), ("alarm", None, "cpt"), ("seagrass-2tbn", 1, "paper"), ("insurance", None, "cpt"),
+    pytest.param("child", None, "cpt", marks=pytest.mark.slow), ("alarm", None, "cpt"),
+    pytest.param("seagrass-2tbn", 1, "paper", marks=pytest.mark.slow),
+    pytest.param("insurance", None, "cpt", marks=pytest.mark.slow),
 ])
 def test_distributed_equals_serial_on_real_networks(name, slices, order):
     if name in ("alarm", "insurance"):
@@ -106,6 +109,7 @@ def test_distributed_equals_serial_on_real_networks(name, slices, order):
     assert not any(problems), "\n".join(p for p in problems if p)
 
 
+@pytest.mark.slow
 def test_a_killed_worker_loses_nothing(tmp_path):
     """Kill one worker's process in the middle of a run, after a checkpoint has taken a
     snapshot of the search under way: the coordinator starts a new worker, rolls every
@@ -128,7 +132,7 @@ def test_a_killed_worker_loses_nothing(tmp_path):
     assert trace_problem(network, result, COST_MODELS["dcmap-paper"]) is None
 
 
-@pytest.mark.parametrize("moment", ["proven", "improved"])
+@pytest.mark.parametrize("moment", ["proven", pytest.param("improved", marks=pytest.mark.slow)])
 def test_a_worker_killed_between_reports_loses_nothing(monkeypatch, moment):
     """Kill a worker right after the coordinator reports to the driver, before the
     driver's next call: once the search is proven (the coordinator then gathers the
@@ -137,7 +141,7 @@ def test_a_worker_killed_between_reports_loses_nothing(monkeypatch, moment):
     back to its snapshot, is proven again, and the result is exact; its bound samples
     never rise above the best cost already known (the rolled-back G_min does). (Both
     failed the run with ActorDiedError before.)"""
-    from dcmap_dist import distributed
+    from dcmap_dist.run.ray import driver as distributed
 
     network = load_network("seagrass-2tbn", slices=1)
     serial = solve(network, order="paper", max_solutions=None)
@@ -236,6 +240,7 @@ def test_arrivals_take_this_process_s_message_objects():
     assert len(kept) == 2 and all(a[1] is b[1] for branch in kept for a, b in zip(branch.cls, root.cls))
 
 
+@pytest.mark.slow
 def test_limits_stop_a_distributed_search():
     network = load_network("child")
     result = solve(network, workers=2, max_iterations=300)

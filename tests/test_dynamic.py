@@ -1,4 +1,4 @@
-"""Tests for dcmap_dist.dynamic: unrolling 2-slice templates and recovering them."""
+"""Tests for dcmap_dist.io.dynamic: unrolling 2-slice templates and recovering them."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from dcmap_dist.dynamic import is_template, recover_template, unroll
-from dcmap_dist.loading import load_network
-from dcmap_dist.network import Network, NetworkError, TooLarge, read_json
+from dcmap_dist.io.dynamic import is_template, recover_template, unroll
+from dcmap_dist.io.load import load_network
+from dcmap_dist.model.network import Network, NetworkError, TooLarge, read_json
 
 NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
 
@@ -29,7 +29,7 @@ def shared(name: str) -> Path:
 
 
 def read_shared_bif(name: str) -> Network:
-    bif = pytest.importorskip("dcmap_dist.bif")
+    bif = pytest.importorskip("dcmap_dist.io.bif")
     return bif.read_bif(shared(name))
 
 

@@ -23,15 +23,16 @@ from pathlib import Path
 
 import pytest
 
-from dcmap_dist.audit import AuditError
-from dcmap_dist.cost import DcmapCost, FunctionCost
-from dcmap_dist.engine import Problem, within
-from dcmap_dist.explorer import Explorer
-from dcmap_dist.limits import Limits, Stopwatch
-from dcmap_dist.linking import LinkShard
-from dcmap_dist.loading import load_network
+from dcmap_dist.search.audit import AuditError
+from dcmap_dist.cost.dcmap import DcmapCost
+from dcmap_dist.cost.user import FunctionCost
+from dcmap_dist.search.problem import Problem, within
+from dcmap_dist.search.explorer import Explorer
+from dcmap_dist.search.limits import Limits, Stopwatch
+from dcmap_dist.search.linking import LinkShard
+from dcmap_dist.io.load import load_network
 from dcmap_dist.solve import solve
-from dcmap_dist.structure import bits
+from dcmap_dist.model.topology import bits
 
 from oracle import infeasibility, optimal_mappings
 from search_costs import partition, random_network, tie_cost, wide_network
@@ -97,8 +98,8 @@ def disagreements(cases, **settings) -> list[str]:
 # -- the oracle itself ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seeds", [range(0, 40), pytest.param(range(40, 300), marks=pytest.mark.slow)],
-                         ids=["40-graphs", "260-graphs"])
+@pytest.mark.parametrize("seeds", [range(0, 20), pytest.param(range(20, 300), marks=pytest.mark.slow)],
+                         ids=["20-graphs", "280-graphs"])
 def test_the_oracle_agrees_with_brute_force(seeds):
     """The programme gives brute force's optimum and optimal partitions on small random
     graphs (5 to 10 nodes), both schemes, a dcmap order and the tie model."""
@@ -116,7 +117,7 @@ def test_the_oracle_agrees_with_brute_force(seeds):
 # -- the networks of the flaw ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(ISSUE_NETWORKS))
+@pytest.mark.parametrize("name", ["wide16", pytest.param("wide18", marks=pytest.mark.slow)])
 def test_the_issue_networks_in_every_serial_mode(name):
     network = load_network(DATA / f"{name}.json")
     truth = oracle_answer(network, PAPER, "merge")
@@ -132,7 +133,7 @@ def test_the_issue_networks_in_every_serial_mode(name):
 
 @pytest.mark.ray
 @pytest.mark.usefixtures("ray_session")
-@pytest.mark.parametrize("name", sorted(ISSUE_NETWORKS))
+@pytest.mark.parametrize("name", ["wide16", pytest.param("wide18", marks=pytest.mark.slow)])
 def test_the_issue_networks_on_two_workers_and_resumed(name, tmp_path):
     network = load_network(DATA / f"{name}.json")
     truth = oracle_answer(network, PAPER, "merge")

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dcmap_dist.growth import fit_power, regularized_beta, t_cdf, t_quantile
+from dcmap_dist.study.growth import fit_power, regularized_beta, t_cdf, t_quantile
 
 
 @pytest.mark.parametrize("p, degrees, table", [

@@ -12,10 +12,10 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from dcmap_dist import loading
-from dcmap_dist.dynamic import recover_template, unroll
-from dcmap_dist.loading import bundled_examples, load_network
-from dcmap_dist.network import NetworkError
+from dcmap_dist.io import load as loading
+from dcmap_dist.io.dynamic import recover_template, unroll
+from dcmap_dist.io.load import bundled_examples, load_network
+from dcmap_dist.model.network import NetworkError
 
 SMALL = {
     "name": "small",

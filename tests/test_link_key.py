@@ -19,14 +19,15 @@ from collections import Counter
 
 import pytest
 
-from dcmap_dist.audit import AuditError
-from dcmap_dist.cost import DcmapCost, FunctionCost
-from dcmap_dist.engine import Problem
-from dcmap_dist import explorer as explorer_module
-from dcmap_dist.explorer import Explorer
-from dcmap_dist.limits import Limits, Stopwatch
-from dcmap_dist.linking import LinkShard, route
-from dcmap_dist.network import Network
+from dcmap_dist.search.audit import AuditError
+from dcmap_dist.cost.dcmap import DcmapCost
+from dcmap_dist.cost.user import FunctionCost
+from dcmap_dist.search.problem import Problem
+from dcmap_dist.search import explorer as explorer_module
+from dcmap_dist.search.explorer import Explorer
+from dcmap_dist.search.limits import Limits, Stopwatch
+from dcmap_dist.search.linking import LinkShard, route
+from dcmap_dist.model.network import Network
 from dcmap_dist.solve import solve
 from search_costs import random_network
 
@@ -47,7 +48,7 @@ def optimal_sets(network: Network, model, scheme: str, method: str, key: str = "
 
 def count_disagreements(graphs: int, seed: int, key: str = "lean") -> int:
     """Cases where the search and brute force differ, or the search's reported mappings
-    fail the audit (an infeasible or mispriced mapping: audit.py)."""
+    fail the audit (an infeasible or mispriced mapping: search/audit.py)."""
     wrong = 0
     for k in range(graphs):
         network = random_network(seed + k)
@@ -77,6 +78,7 @@ def test_lean_key_agrees_with_brute_force(monkeypatch):
     assert settled[True, "tie"] > 20 and settled[True, "worse"] > 5, settled
 
 
+@pytest.mark.slow
 def test_linking_inside_layers_changes_no_result_on_larger_graphs(monkeypatch):
     """On graphs too large for brute force (12 to 18 nodes, where many more branches
     stop inside a layer), the search gives the same optimum, optimal partitions and
@@ -115,6 +117,7 @@ def test_full_key_agrees_with_brute_force():
     assert count_disagreements(40, seed=4048, key="full") == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["everywhere", "inside a layer"])
 @pytest.mark.parametrize("weakening", ["no merge blocks", "no outside ancestors"])
 def test_weakened_lean_key_is_caught(monkeypatch, weakening, where):
@@ -149,7 +152,7 @@ def test_route_is_the_same_in_every_process_and_spreads_keys(tmp_path, key):
     assert len(keys) > 600
     owners = [route(k, 4) for k in keys]
     (tmp_path / "keys.pickle").write_bytes(pickle.dumps(keys))
-    script = ("import pickle, sys; from dcmap_dist.linking import route; "
+    script = ("import pickle, sys; from dcmap_dist.search.linking import route; "
               "keys = pickle.load(open(sys.argv[1], 'rb')); print([route(k, 4) for k in keys])")
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed)

@@ -10,8 +10,8 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from dcmap_dist.loading import load_network
-from dcmap_dist.network import Network, NetworkError, network_from_dict, network_from_digraph
+from dcmap_dist.io.load import load_network
+from dcmap_dist.model.network import Network, NetworkError, network_from_dict, network_from_digraph
 
 NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
 
@@ -370,7 +370,7 @@ def test_connected_network_is_one_component():
 
 @pytest.mark.parametrize("name", ["sachs", "andes", "link"])
 def test_real_networks_with_several_components(name):
-    from dcmap_dist.bif import read_bif
+    from dcmap_dist.io.bif import read_bif
 
     network = read_bif(shared(f"{name}.bif.gz"))
     graph = nx.DiGraph()

@@ -1,4 +1,4 @@
-"""Tests of output files (dcmap_dist.outputs) and of the command line's use of them:
+"""Tests of output files (dcmap_dist.io.outputs) and of the command line's use of them:
 checked before any work, written whole or not at all, nothing left behind."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import networkx as nx
 import pytest
 
 from dcmap_dist.cli import main
-from dcmap_dist.loading import load_network
-from dcmap_dist.outputs import OutputError, append_csv_row, check_output, write_atomic
+from dcmap_dist.io.load import load_network
+from dcmap_dist.io.outputs import OutputError, append_csv_row, check_output, write_atomic
 from dcmap_dist.solve import solve
 
 
@@ -105,7 +105,7 @@ def test_write_atomic_keeps_the_mode_of_the_file_it_replaces(tmp_path):
 
 
 def test_nothing_is_written_into_the_installed_package(tmp_path):
-    from dcmap_dist.outputs import PACKAGE
+    from dcmap_dist.io.outputs import PACKAGE
 
     for path in (PACKAGE / "examples" / "paper-example.json", PACKAGE / "result.json"):
         with pytest.raises(OutputError, match="inside the installed package"):

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from dcmap_dist import drawing, plots
+from dcmap_dist.viz import drawing
+from dcmap_dist.viz import plots
 from dcmap_dist.cli import main
-from dcmap_dist.loading import load_network
-from dcmap_dist.structure import layer_nodes
+from dcmap_dist.io.load import load_network
+from dcmap_dist.model.topology import layer_nodes
 
 PNG = b"\x89PNG\r\n\x1a\n"
 # paper-example's three optimal mappings (cost 54.0)
@@ -199,7 +200,7 @@ def test_without_matplotlib_the_commands_say_how_to_install_it(tmp_path, capsys,
 
 
 def test_the_cli_and_plots_modules_do_not_import_matplotlib():
-    code = ("import sys, dcmap_dist.cli, dcmap_dist.plots; "
+    code = ("import sys, dcmap_dist.cli, dcmap_dist.viz.plots; "
             "print(sorted(m for m in ('matplotlib', 'ray', 'pyarrow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -271,7 +272,7 @@ def test_cluster_bands_run_clear_of_other_nodes(name, slices, order):
     """A band joins a cluster's members along its arcs; an arc that skips layers runs
     through slots kept for it, so no band crosses a node of another cluster (before, a
     band drawn straight across layers ran over the nodes between)."""
-    from dcmap_dist.similarity import cluster_labels
+    from dcmap_dist.study.similarity import cluster_labels
     from dcmap_dist.solve import solve
 
     network = load_network(name, slices=slices)

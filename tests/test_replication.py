@@ -1,4 +1,4 @@
-"""Tests for dcmap_dist.replication: replicating a k-slice mapping over T slices."""
+"""Tests for dcmap_dist.study.replication: replicating a k-slice mapping over T slices."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from dcmap_dist import cli
-from dcmap_dist.dynamic import unroll
-from dcmap_dist.mappings import MappingError, check_mapping
-from dcmap_dist.replication import Replication, best_replication, mapping_cost, replicate
+from dcmap_dist.io.dynamic import unroll
+from dcmap_dist.model.mappings import MappingError, check_mapping
+from dcmap_dist.study.replication import Replication, best_replication, mapping_cost, replicate
 from dcmap_dist.solve import solve
-from dcmap_dist.templates import random_template
+from dcmap_dist.study.templates import random_template
 
 # A -> C -> E and A -> D inside a slice, D -> D over time. The cluster {A, C, D} is feasible
 # in one slice (C in layer 1, D a leaf), but wherever D has a successor D is lifted to

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from dcmap_dist.loading import load_network
+from dcmap_dist.io.load import load_network
 from dcmap_dist.solve import solve
-from dcmap_dist.templates import random_template
+from dcmap_dist.study.templates import random_template
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "scaling_study.py"
 RANDOM = ["--templates", "random", "--random-sizes", "3", "--random-count", "2", "--seed", "4",

@@ -19,18 +19,20 @@ from collections import Counter
 
 import pytest
 
-from dcmap_dist.combinations import generatecombos
-from dcmap_dist.cost import DcmapCost, evaluate_mapping, load_cost
-from dcmap_dist.engine import Branch, Problem, joins_to_clusters
-from dcmap_dist.explorer import BranchQueue, Explorer
-from dcmap_dist.linking import LinkShard, trail_joins
-from dcmap_dist.limits import Limits, Stopwatch, memory_mb
-from dcmap_dist.loading import load_network
-from dcmap_dist.mappings import check_mapping, enumerate_mappings
-from dcmap_dist.network import Network
-from dcmap_dist import search as search_module
+from dcmap_dist.search.combinations import generatecombos
+from dcmap_dist.cost.base import evaluate_mapping
+from dcmap_dist.cost.dcmap import DcmapCost
+from dcmap_dist.cost.user import load_cost
+from dcmap_dist.search.problem import Branch, Problem, joins_to_clusters
+from dcmap_dist.search.explorer import BranchQueue, Explorer
+from dcmap_dist.search.linking import LinkShard, trail_joins
+from dcmap_dist.search.limits import Limits, Stopwatch, memory_mb
+from dcmap_dist.io.load import load_network
+from dcmap_dist.model.mappings import check_mapping, enumerate_mappings
+from dcmap_dist.model.network import Network
+from dcmap_dist.run import serial as search_module
 from dcmap_dist.solve import solve
-from dcmap_dist.structure import Topology
+from dcmap_dist.model.topology import Topology
 
 from search_costs import (
     COST_MODELS,
@@ -64,7 +66,7 @@ def close(a: float, b: float) -> bool:
 
 def total_cost(network, clusters, model) -> float:
     if not hasattr(model, "evaluate"):
-        from dcmap_dist.cost import FunctionCost
+        from dcmap_dist.cost.user import FunctionCost
         model = FunctionCost(model)
     return sum(c.cost for c in evaluate_mapping(network, clusters, model))
 
@@ -133,6 +135,7 @@ def test_random_graph_family_is_varied():
     assert (a.nodes, a.edges, a.states, a.observed) == (b.nodes, b.edges, b.states, b.observed)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seeds", CHUNKS, ids=lambda r: f"seeds{r.start}-{r.stop - 1}")
 def test_dcmap_bfs_and_brute_force_agree(seeds):
     """SPEC 3 and 5: same optimum and same SET of optimal partitions, each reported
@@ -478,7 +481,7 @@ def test_expansion_tree_generates_every_mapping_once(scheme):
 
 
 def hash_cost_model():
-    from dcmap_dist.cost import FunctionCost
+    from dcmap_dist.cost.user import FunctionCost
     return FunctionCost(hash_cost)
 
 
@@ -843,8 +846,8 @@ def test_a_user_models_cycles_are_left_to_the_collector(child):
 def test_a_missing_link_record_is_an_error_unless_records_may_be_lost(child):
     # a distributed search may lose records with a worker and then reports an improvement
     # without its mapping; in any other search a missing record is a bug, not a None
-    from dcmap_dist.linking import MissingRecord
-    from dcmap_dist.search import improvement_clusters
+    from dcmap_dist.search.linking import MissingRecord
+    from dcmap_dist.search.outcome import improvement_clusters
 
     problem = Problem(child, DcmapCost(), "merge")
     with pytest.raises(MissingRecord):

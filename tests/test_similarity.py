@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from dcmap_dist.mappings import MappingError
-from dcmap_dist.similarity import cluster_labels, mapping_matrix, similarities, similarity
+from dcmap_dist.model.mappings import MappingError
+from dcmap_dist.study.similarity import cluster_labels, mapping_matrix, similarities, similarity
 
 NODES = ["A", "B", "C", "D"]
 AB_CD = [["A", "B"], ["C", "D"]]  # sum(Y*) = 4 diagonal + 4 (AB, BA, CD, DC) = 8

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dcmap_dist import load_network, solve
-from dcmap_dist.cost import FunctionCost
+from dcmap_dist.cost.user import FunctionCost
 from search_costs import random_network
 
 

@@ -8,22 +8,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dcmap_dist.loading import load_network
-from dcmap_dist.mappings import (
-    MappingError,
-    check_mapping,
-    cluster_problem,
-    enumerate_mappings,
-)
-from dcmap_dist.network import Network, NetworkError
-from dcmap_dist.structure import (
-    Topology,
-    eta,
-    layer_nodes,
-    layers,
-    long_arcs,
-    same_cluster_matrix,
-)
+from dcmap_dist.io.load import load_network
+from dcmap_dist.model.mappings import MappingError, check_mapping, cluster_problem, enumerate_mappings
+from dcmap_dist.model.network import Network, NetworkError
+from dcmap_dist.model.topology import Topology, eta, layer_nodes, layers, long_arcs, same_cluster_matrix
 from search_costs import random_network
 
 NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
@@ -113,7 +101,7 @@ def test_unknown_scheme(paper):
 
 
 def test_alarm_long_arcs():
-    from dcmap_dist.bif import read_bif
+    from dcmap_dist.io.bif import read_bif
 
     alarm = read_bif(shared("alarm.bif.gz"))
     assert len(alarm.edges) == 46
@@ -316,9 +304,9 @@ def test_enumeration_matches_brute_force_on_random_dags():
 
 
 def test_the_brute_force_guard_bounds_the_number_of_mappings_and_refuses_past_its_limit(paper):
-    from dcmap_dist.baselines import BRUTE_FORCE_LIMIT, _bell, brute_force, mapping_bound
-    from dcmap_dist.cost import DcmapCost
-    from dcmap_dist.engine import Problem
+    from dcmap_dist.search.heuristics import BRUTE_FORCE_LIMIT, _bell, brute_force, mapping_bound
+    from dcmap_dist.cost.dcmap import DcmapCost
+    from dcmap_dist.search.problem import Problem
 
     assert [_bell(n) for n in range(1, 12)] == [1, 2, 5, 15, 52, 203, 877, 4140, 21147, 115975, 678570]
     assert mapping_bound(paper, "merge")[0] == 64 and mapping_bound(paper, "single")[0] == 48  # 56 and 48

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from dcmap_dist.growth import fit_power  # noqa: E402
+from dcmap_dist.study.growth import fit_power  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Tests for dcmap_dist.templates: seeded random 2-slice templates and the study's templates."""
+"""Tests for dcmap_dist.study.templates: seeded random 2-slice templates and the study's templates."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from dcmap_dist.dynamic import unroll
-from dcmap_dist.loading import load_network
-from dcmap_dist.templates import STUDY_TEMPLATES, random_template, study_template
+from dcmap_dist.io.dynamic import unroll
+from dcmap_dist.io.load import load_network
+from dcmap_dist.study.templates import STUDY_TEMPLATES, random_template, study_template
 
 NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
 

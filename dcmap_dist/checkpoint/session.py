@@ -1,0 +1,348 @@
+"""Checkpoints of a whole ``solve``: the folder they live in, when they are written,
+what identifies the search they belong to, and how a solve resumes from one.
+
+A solve searches the network's components one after another. A checkpoint holds
+the network itself, the search's identity (cost model and parameters, scheme,
+link key, bound switch, alpha, seed), the outcomes of the components already
+finished (their histories in the ``histories`` table), and the state of the
+component being searched (see :mod:`dcmap_dist.checkpoint.arrow` for the files).
+
+The folder is checked before the search starts and locked while a run uses it; a
+folder that holds another search's checkpoint is refused unless the caller asks to
+start afresh. A resumed checkpoint must be intact (:mod:`dcmap_dist.checkpoint.arrow`) and
+must agree with itself: its network with its hash, and every cost it records with the
+cost of the mapping it records it for (:meth:`Resume.verify`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib
+import itertools
+import math
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..cost.base import CostModel
+from ..cost.dcmap import DcmapCost
+from ..cost.user import model_params
+from ..io.outputs import OutputError, check_not_package
+from ..model.network import Network, NetworkError, network_from_dict
+from ..search.audit import Audit, AuditError
+from ..search.linking import MissingRecord, trail_path
+from ..search.outcome import SearchOutcome
+from ..search.problem import Problem, joins_to_clusters, within
+from ..search.state import Resumption, SearchState, plain_trace, resumption, trace_from_plain, write_size
+from .arrow import (POINTER, CheckpointError, Messages, generations, history_rows, read_checkpoint, state_rows,
+                    write_checkpoint)
+
+CHECKPOINT_EVERY = 600.0  # default seconds between checkpoints
+# what must agree between a checkpoint and the search resuming it
+IDENTITY = ("network_hash", "cost_model", "scheme", "link_key", "use_bound")
+LOCK = "LOCK"
+SECONDS_PER_UNIT = 8e-5  # a first guess of a write's time per unit of state.write_size, until measured
+
+
+def cost_spec(model: CostModel) -> str | None:
+    """How to rebuild ``model`` on resume: ``dcmap``, ``module:name`` of an importable
+    user cost, or None (the caller must pass the model again)."""
+    if type(model) is DcmapCost:
+        return "dcmap"
+    name = getattr(model, "name", "")
+    if isinstance(name, str) and ":" in name:
+        return name
+    target = model
+    while hasattr(target, "model") or hasattr(target, "function"):
+        target = getattr(target, "model", None) or getattr(target, "function")
+    owner = target if callable(target) and hasattr(target, "__qualname__") else type(target)
+    module, qualname = getattr(owner, "__module__", None), getattr(owner, "__qualname__", "")
+    if not module or module == "__main__" or "<" in qualname:
+        return None
+    try:
+        found = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    return f"{module}:{qualname}"
+
+
+def check_checkpoint_path(path: Path, output: Path | None = None) -> None:
+    """Raise CheckpointError now if ``path`` cannot be a checkpoint folder: a file, a
+    path under a file, a place with no permission to write, inside the installed
+    package, or the result file ``output`` (or its folder). Creates nothing."""
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_dir():
+        raise CheckpointError(f"--checkpoint {path}: it is a file, not a folder")
+    folder = target
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise CheckpointError(f"--checkpoint {path}: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise CheckpointError(f"--checkpoint {path}: no permission to write in {folder}")
+    try:
+        check_not_package(target, f"--checkpoint {path}")
+    except OutputError as exc:
+        raise CheckpointError(str(exc)) from None
+    if output is not None and str(output) != "-":
+        result = Path(os.path.realpath(output))
+        if result == target or target in result.parents:
+            raise CheckpointError(f"--checkpoint {path} and --output {output} are the same place: the result "
+                                  "file cannot be inside the checkpoint folder")
+
+
+class CheckpointFolder:
+    """A checkpoint folder opened for a run: checked, created if missing, and locked
+    (another run on it is refused while this one lasts). A folder that already holds a
+    checkpoint is refused unless it is the one being resumed (``continuing``) or the
+    caller asks to start afresh (``fresh``: its generations are removed)."""
+
+    def __init__(self, path: Path, continuing: bool = False, fresh: bool = False) -> None:
+        if continuing and not path.is_dir():
+            raise CheckpointError(f"no checkpoint at {path}: not a folder")
+        check_checkpoint_path(path)
+        self.path = path
+        self.created = not path.exists()
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            self._lock = open(path / LOCK, "a+")
+        except OSError as exc:
+            raise CheckpointError(f"--checkpoint {path}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lock.seek(0)
+            holder = self._lock.read().strip() or "unknown"
+            self._lock.close()
+            raise CheckpointError(f"checkpoint folder {path} is in use by another run (process {holder}); "
+                                  "wait for it to end, or choose another folder") from None
+        self._lock.seek(0)
+        self._lock.truncate()
+        self._lock.write(f"{os.getpid()}\n")
+        self._lock.flush()
+        held = generations(path)
+        if held and not continuing:
+            if not fresh:
+                self.close()
+                raise CheckpointError(
+                    f"--checkpoint {path} already holds a checkpoint ({held[0].name}); resume it with "
+                    f"'dcmap resume {path}' (solve(..., resume=...)), or give --fresh-checkpoint "
+                    "(solve(..., fresh_checkpoint=True)) to discard it")
+            for old in held:
+                shutil.rmtree(old)
+            for name in (POINTER, f".{POINTER}.tmp"):
+                (path / name).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Release the lock; remove the folder if this run made it and wrote nothing."""
+        if self._lock.closed:
+            return
+        (self.path / LOCK).unlink(missing_ok=True)
+        self._lock.close()
+        if self.created and not any(self.path.iterdir()):
+            self.path.rmdir()
+
+
+class Checkpointer:
+    """Writes a solve's checkpoints into ``folder``: every ``every`` seconds at the
+    search's next pause, when a search stops unfinished, and at the end."""
+
+    def __init__(self, folder: CheckpointFolder, every: float, network: Network, model: CostModel,
+                 settings: dict[str, Any]) -> None:
+        self.folder = folder
+        self.directory = folder.path
+        self.every = every
+        self.identity = {
+            "network_hash": network.content_hash(), "network": network.to_dict(),
+            "cost_model": {"name": getattr(model, "name", "user"), **model_params(model)},
+            "cost_spec": cost_spec(model), **settings,
+        }
+        self.kind = settings["link_key"]
+        self.finished: list[dict[str, Any]] = []
+        self.finished_histories: list[dict[int, list]] = []
+        self.component = 0
+        self.solve_trace: list[dict[str, Any]] = []  # the solve's anytime trace (shared with it)
+        self.solve_bounds: list[dict[str, float]] = []  # and its lower bound samples
+        self.start = time.perf_counter()  # when the solve started (moved back on resumption)
+        self.next_due = time.monotonic() + every
+        self.written = 0
+        self.seconds = 0.0
+        self.seconds_per_unit = SECONDS_PER_UNIT
+
+    def due(self) -> bool:
+        return time.monotonic() >= self.next_due
+
+    def reserve(self, size: int) -> float:
+        """Seconds to keep for writing a checkpoint of a state of ``size``
+        (:func:`state.write_size`; the final one, inside the time limit): the last
+        write's rate, with a margin."""
+        return 1.25 * self.seconds_per_unit * size + 0.4  # and what follows the write (the final listing)
+
+    def save(self, parts: Iterable[SearchState], counters: dict[str, Any] | None) -> None:
+        """Write a generation: the finished components, and ``parts`` of the state of the
+        component being searched (``counters`` None: no component in progress)."""
+        start = time.monotonic()
+        metadata = dict(self.identity, component=self.component, counters=counters, finished=self.finished,
+                        solve_trace=self.solve_trace, solve_bounds=self.solve_bounds,
+                        solve_elapsed=time.perf_counter() - self.start)
+        messages = Messages()
+        size = 0  # of the parts, streamed one at a time
+
+        def part_rows(part: SearchState) -> Iterator[tuple[str, dict[str, Any]]]:
+            nonlocal size
+            size += write_size(len(part.branches) + len(part.arrivals), len(part.entries))
+            return state_rows(self.component, part, self.kind, messages)
+
+        rows = itertools.chain(
+            (row for k, histories in enumerate(self.finished_histories) for row in history_rows(k, histories)),
+            (row for part in parts for row in part_rows(part)),
+        )
+        write_checkpoint(self.directory, metadata, rows, messages)
+        took = time.monotonic() - start
+        self.seconds_per_unit = max(SECONDS_PER_UNIT / 10, took / max(1, size))
+        self.written += 1
+        self.seconds += took
+        self.next_due = time.monotonic() + self.every
+
+    def adopt(self, resumed: Resume) -> None:
+        """Go on from a resumed checkpoint: its finished components stay in every later one."""
+        self.finished = list(resumed.metadata["finished"])
+        self.finished_histories = [resumed.generation.state(k).histories for k in range(len(self.finished))]
+        self.component = resumed.metadata["component"]
+
+    def finish_component(self, outcome: SearchOutcome) -> None:
+        """Record a component's outcome; the next checkpoint is of the one after it."""
+        self.finished.append({
+            "best_cost": outcome.best_cost, "proven": outcome.proven, "stop_reason": outcome.stop_reason,
+            "iterations": outcome.iterations, "lower_bound": outcome.lower_bound,
+            "link_records": outcome.link_records, "peak_memory_mb": outcome.peak_memory_mb,
+            "trace": plain_trace(outcome.trace),
+            "trails": [[list(trail), cost, iteration] for trail, cost, iteration in outcome.trails],
+        })
+        self.finished_histories.append(outcome.histories)
+        self.component += 1
+
+
+class Resume:
+    """A checkpoint read for resuming: the network, the identity, the finished
+    components' outcomes and the state of the component that was being searched.
+    ``trust`` allows reading messages stored as pickles (a user cost model's)."""
+
+    def __init__(self, directory: Path, trust: bool = False) -> None:
+        self.directory = directory
+        self.generation = read_checkpoint(directory, trust)
+        self.metadata = self.generation.metadata
+        where = self.generation.folder / "metadata.json"
+        try:
+            self.network = network_from_dict(self.metadata["network"], self.metadata["network"].get("name", "network"))
+        except (NetworkError, AttributeError, TypeError) as exc:
+            raise CheckpointError(f"{where}: network: {exc}") from None
+        if self.network.content_hash() != self.metadata["network_hash"]:
+            raise CheckpointError(f"{where}: network_hash is not the hash of the network it holds (altered)")
+
+    def check(self, network: Network, model: CostModel, settings: dict[str, Any]) -> None:
+        """Refuse, naming what differs, to resume a checkpoint of another search."""
+        mine = {"network_hash": network.content_hash(),
+                "cost_model": {"name": getattr(model, "name", "user"), **model_params(model)}, **settings}
+        for name in IDENTITY:
+            if self.metadata.get(name) != mine.get(name):
+                raise CheckpointError(
+                    f"checkpoint {self.directory} is of another search: its {name} is "
+                    f"{self.metadata.get(name)!r}, this search's is {mine.get(name)!r}")
+
+    def verify(self, problems: list[Problem]) -> None:
+        """Cross-check the checkpoint against the network's components and the cost
+        model: the component index and the masks of its rows in range, and every cost
+        it records for a mapping (a finished component's best, the best of the one in
+        progress) the cost of that mapping, re-priced from scratch. CheckpointError
+        naming the field otherwise: a checkpoint that fails this is altered or made by
+        a flawed search, and resuming it could prove a wrong answer."""
+        meta, where = self.metadata, self.generation.folder / "metadata.json"
+        if meta["component"] > len(problems) or (meta["counters"] is not None and meta["component"] == len(problems)):
+            raise CheckpointError(f"{where}: component {meta['component']} does not exist (the network has "
+                                  f"{len(problems)} weakly connected components)")
+        for k, done in enumerate(meta["finished"]):
+            histories = self.generation.state(k).histories
+            self._priced(problems[k], done["trails"][0][0], histories, done["best_cost"], f"finished[{k}].best_cost")
+            if done["lower_bound"] > done["best_cost"] * (1 + 1e-9) or (
+                    done["proven"] and not math.isclose(done["lower_bound"], done["best_cost"], rel_tol=1e-9)):
+                raise CheckpointError(f"{where}: finished[{k}].lower_bound {done['lower_bound']} does not fit its "
+                                      f"best cost {done['best_cost']}")
+        counters = meta["counters"]
+        if counters is None:
+            return
+        problem = problems[meta["component"]]
+        state = self.generation.state(meta["component"])
+        self._in_range(problem, state)
+        self._priced(problem, counters["first_trail"], {}, counters["first_cost"], "counters.first_cost")
+        best, unchecked = counters["first_cost"], math.inf
+        for iteration, _, cost, *trail in counters["trace"]:
+            if not (trail and trail[0] is not None):
+                unchecked = min(unchecked, cost)  # saved without its mapping
+            elif self._priced(problem, trail[0], state.histories, cost, f"counters.trace (iteration {iteration})"):
+                best = min(best, cost)
+            else:
+                unchecked = min(unchecked, cost)
+        if not within(best, counters["g_min"]):
+            if not math.isclose(unchecked, counters["g_min"], rel_tol=1e-9):
+                raise CheckpointError(f"{where}: counters.g_min {counters['g_min']} is not the cost of any mapping "
+                                      f"the checkpoint holds (the best is {best}): altered or damaged")
+            # the best improvement's mapping was lost with a worker: prune with what can be checked
+            print(f"dcmap: warning: the mapping of the best cost so far ({counters['g_min']}) cannot be rebuilt from "
+                  f"checkpoint {self.directory}; the search goes on from the best that can ({best})", file=sys.stderr)
+            counters["g_min"] = best
+
+    def _priced(self, problem: Problem, trail: list, histories: dict, cost: float, field: str) -> bool:
+        """Whether the mapping of ``trail`` costs ``cost``: True, or False when a record
+        it needs is not in the checkpoint (lost with a worker); CheckpointError if it
+        is infeasible or costs something else."""
+        where = self.generation.folder / "metadata.json"
+        try:
+            joins = trail_path(tuple(trail), lambda records: {r: histories[r] for r in records if r in histories})
+        except MissingRecord:
+            return False
+        try:
+            clusters = joins_to_clusters(problem.topo, joins)
+            Audit(problem.network, problem.graph, problem.model, problem.scheme, problem.topo).check(clusters, cost)
+        except (AuditError, IndexError, TypeError, ValueError) as exc:
+            raise CheckpointError(f"{where}: {field} {cost}: its mapping does not check ({exc})") from None
+        return True
+
+    def _in_range(self, problem: Problem, state: SearchState) -> None:
+        topo, where = problem.topo, self.generation.folder
+        every = topo.all_nodes
+        for branch in [*state.branches, *self.generation.arrivals.get(self.metadata["component"], [])]:
+            masks = [m for m, _ in branch.comps] + [m for m, _ in branch.cls] + list(branch.trail[1:])
+            if (not 0 <= branch.layer <= topo.l_max or any(m <= 0 or m & ~every for m in masks)
+                    or branch.assigned != -1 and branch.assigned & ~topo.layer_mask[branch.layer]
+                    or not (math.isfinite(branch.cost) and branch.cost >= 0)):
+                raise CheckpointError(f"{where / 'branches.arrow'}: a branch outside the network's component "
+                                      f"{self.metadata['component']} (layer {branch.layer}): altered or damaged")
+
+    def finished(self) -> list[SearchOutcome]:
+        """The outcomes of the components finished before the checkpoint."""
+        outcomes = []
+        for k, done in enumerate(self.metadata["finished"]):
+            trails = [(tuple(trail), cost, iteration) for trail, cost, iteration in done["trails"]]
+            outcomes.append(SearchOutcome(
+                done["best_cost"], trails, done["proven"], done["stop_reason"], done["iterations"],
+                trace_from_plain(done["trace"]), done["peak_memory_mb"], done["link_records"],
+                done["lower_bound"], self.generation.state(k).histories))
+        return outcomes
+
+    def in_progress(self, problem: Problem) -> Resumption | None:
+        """Where the component being searched stood, if one was; the completions in
+        flight get their link keys from ``problem``."""
+        counters = self.metadata["counters"]
+        if counters is None:
+            return None
+        component = self.metadata["component"]
+        state = self.generation.state(component)
+        state.arrivals = [(problem.link_key(branch), branch) for branch in self.generation.arrivals.get(component, [])]
+        return resumption(state, counters)

@@ -1,0 +1,1 @@
+"""Drivers that run the search: serially in this process (serial) or on Ray workers (ray)."""

@@ -1,0 +1,182 @@
+"""A worker of the distributed search: an :class:`explorer.Explorer` over its own
+branches (and its shard of the link table), driven in steps by the coordinator; and the
+batches of completions the workers send each other (:func:`packed`)."""
+
+from __future__ import annotations
+
+import gc
+import marshal
+import os
+import pickle
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ...cost.base import CostModel
+from ...cost.dcmap import DcmapCost
+from ...model.network import Network
+from ...search.explorer import Explorer
+from ...search.limits import Limits, Stopwatch
+from ...search.linking import Entry, LinkShard
+from ...search.problem import Branch, Problem
+from ...search.state import SearchState
+
+SWITCH_SECONDS = 5e-4  # the interpreter's switch interval in a worker (see Worker.__init__)
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """What a worker needs to rebuild the problem: plain, picklable data."""
+
+    network: Network  # the connected component searched
+    graph: Network  # the whole network (cost contexts see it)
+    model: CostModel
+    scheme: str
+    key: str
+    use_bound: bool
+
+    def problem(self) -> Problem:
+        return Problem(self.network, self.model, self.scheme, graph=self.graph, key=self.key,
+                       lower_bound=self.use_bound)
+
+
+def marshallable(model: CostModel) -> bool:
+    """Whether a search's keys and branches hold only values of marshal's exact types:
+    true for the built-in model with a plain number as ``addition`` (its messages are
+    frozensets of node names, its costs Python floats). A user model's messages and
+    costs may be of any type, and marshal would write some of them silently as bytes
+    (numpy's numbers, for one), so their batches are pickled."""
+    return type(model) is DcmapCost and type(model.addition) in (int, float)
+
+
+def packed(arrivals: list[tuple[tuple, Branch]], marshal_them: bool) -> bytes:
+    """A batch of completions ``(key, branch)`` as bytes: each branch as the plain tuple of
+    its fields, written with :mod:`marshal` when ``marshal_them`` (see
+    :func:`marshallable`; a third of the time pickle took, which reduced every ``Branch``
+    in Python), else pickled. The first byte says which."""
+    rows = [(key, (b.layer, b.assigned, b.comps, b.cls, b.cost, b.trail, b.link, b.estimate, b.bound))
+            for key, b in arrivals]
+    if marshal_them:
+        return b"M" + marshal.dumps(rows)
+    return b"P" + pickle.dumps(rows, protocol=5)
+
+
+def unpacked(batch: bytes) -> list[tuple[tuple, Branch]]:
+    """The completions of a :func:`packed` batch, read with the cycle collector paused: a
+    batch is thousands of small tuples, which would trigger collections that only move
+    them along and slow the reading down; the data holds no cycles."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        body = memoryview(batch)[1:]
+        rows = marshal.loads(body) if batch[:1] == b"M" else pickle.loads(body)
+        return [(key, Branch(*fields)) for key, fields in rows]
+    finally:
+        if collecting:
+            gc.enable()
+
+
+class Worker:
+    """One worker actor: an :class:`Explorer` over its own branches, and its shard of
+    the link table when the table is sharded."""
+
+    def __init__(self) -> None:
+        # a lookup waits for the step's thread to let go of the interpreter, which it does
+        # every switch interval: 5 ms by default, a round of an improvement's path lookups
+        sys.setswitchinterval(SWITCH_SECONDS)
+        self.explorer: Explorer | None = None
+        self.busy = 0.0
+        self.marshal = False  # batches written with marshal (see marshallable)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def load(self, spec: SearchSpec, alpha: float, seed: int, index: int, shards: int, owner: int) -> None:
+        """Start a new search: ``shards`` > 0 means this worker owns shard ``index``."""
+        shard = LinkShard(owner) if shards else None
+        self.explorer = Explorer(spec.problem(), alpha, seed + index, shard, index, max(shards, 1))
+        self.marshal = marshallable(spec.model)
+        self.busy = 0.0
+        self.cpu = time.process_time()
+
+    def step(self, control: dict[str, Any], *batches: bytes) -> list[Any]:
+        """Take the arrivals and orders of ``control``, run the loop for one step,
+        return ``[statistics, batch for worker 0, batch for worker 1, ...]``."""
+        start = time.perf_counter()
+        explorer = self.explorer
+        explorer.g_min = min(explorer.g_min, control["g_min"])
+        explorer.dominated.update(control["notices"])
+        # stamps: the search's count when the step was sent, plus what this worker did since
+        # the coordinator last heard from it (a step may have run in between)
+        explorer.iteration_offset = control["iterations"] - control["local_iterations"]
+        explorer.time_offset = control["elapsed"]
+        watch = Stopwatch(Limits(control["time_left"], None, control["memory_limit_mb"]))
+        explorer.watch = watch
+        received = 0
+        before = explorer.iterations
+        # arrivals are tens of thousands of small objects: the collector would scan them
+        # over and over while they are taken in
+        with explorer.collector_paused():
+            explorer.adopt(control["branches"])
+            for batch in batches:
+                arrivals = unpacked(batch)
+                received += len(arrivals)
+                explorer.receive(arrivals)
+            stop = explorer.step(watch, until=start + control["seconds"], max_iterations=control["max_iterations"])
+            lower = explorer.least_bound() if control["bound"] else None  # O(open branches): when asked
+            outbox = explorer.take_outbox()
+            out = [packed(outbox[j], self.marshal) if outbox.get(j) else b""
+                   for j in range(control["destinations"])]
+        improvements, explorer.improvements = explorer.improvements, []
+        notices, explorer.notices = explorer.notices, []
+        self.busy += time.perf_counter() - start
+        stats = {
+            "stop": stop, "iterations": explorer.iterations, "expanded": explorer.iterations - before,
+            "open": explorer.open_count(), "records": self.link_records(), "least_bound": lower, "g_min": explorer.g_min,
+            "improvements": improvements, "notices": notices, "received": received,
+            "sent": [len(outbox.get(j, ())) for j in range(control["destinations"])],
+            "bytes": sum(len(b) for b in out), "busy": self.busy, "cpu": time.process_time() - self.cpu,
+            "memory_mb": watch.peak_memory_mb,
+        }
+        return [stats, *out]
+
+    def state(self) -> tuple[bool, dict[str, Any]]:
+        """This worker's share of a consistent cut (taken when no step runs), behind a flag
+        (called with two returns, so the caller can wait on the flag alone)."""
+        state = self.explorer.state()
+        state["shard"] = self.explorer.shard.state() if self.explorer.shard is not None else None
+        state["busy"] = self.busy
+        return True, state
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a state returned by :meth:`state` (after :meth:`load`)."""
+        explorer = self.explorer
+        explorer.restore(state)
+        if state["shard"] is not None:
+            explorer.shard = LinkShard.from_state(state["shard"])
+        self.busy = state["busy"]
+
+    def open_bound(self) -> float:
+        """The least bound over this worker's open branches (its outbox is empty between steps)."""
+        return self.explorer.least_bound()
+
+    def take_part(self, part: SearchState) -> None:
+        """Take this worker's part of a resumed search (after :meth:`load`)."""
+        explorer = self.explorer
+        if explorer.shard is not None:
+            explorer.shard.entries, explorer.shard.histories = part.entries, part.histories
+        explorer.dominated = part.dominated
+        explorer.adopt(part.branches)
+
+    def lookup(self, records: set[int]) -> dict[int, list]:
+        """The histories of those of ``records`` this worker's shard holds; the coordinator
+        calls it in a thread of its own, so it is answered while a step runs."""
+        return self.explorer.shard.lookup(records) if self.explorer.shard is not None else {}
+
+    def final_entry(self) -> Entry | None:
+        shard = self.explorer.shard
+        return shard.entries.get(self.explorer.final_key) if shard is not None else None
+
+    def link_records(self) -> int:
+        return len(self.explorer.shard.entries) if self.explorer.shard is not None else 0

@@ -1,0 +1,111 @@
+"""Every mapping a solve reports is checked from scratch first.
+
+The search rebuilds its mappings from join masks and tied histories, and prices them
+by sums carried along its branches. Before a mapping is reported (a solution, or an
+improvement in the anytime trace), :class:`Audit` checks it without that machinery:
+each cluster against SPEC section 2 (:func:`mappings.cluster_problem`), and the whole
+mapping's cost with the cost model, cluster-layer by cluster-layer as
+:func:`cost.evaluate_mapping` prices it. A mapping that fails is a flaw of the search, never of
+the input: :class:`AuditError` names the mapping and what is wrong, and nothing wrong
+is reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from ..cost.base import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
+from ..model.mappings import cluster_problem, mapping_names
+from ..model.network import Network
+from ..model.topology import Topology, bits
+
+__all__ = ["Audit", "AuditError"]
+
+TOLERANCE = 1e-9  # SPEC section 3's relative tolerance (a sum in another order differs in the last bits)
+
+
+class AuditError(RuntimeError):
+    """The search reported a mapping that is infeasible, or that does not cost what it
+    said: a bug of the search."""
+
+
+class Audit:
+    """Checks the mappings of one connected component ``network`` of ``graph`` (what
+    cost contexts see) under ``scheme`` and ``model``. Cluster checks and cluster-layer
+    costs are remembered, so checking thousands of tied mappings costs little more than
+    checking their distinct clusters."""
+
+    def __init__(self, network: Network, graph: Network, model: CostModel, scheme: str,
+                 topo: Topology | None = None) -> None:
+        self.network = network
+        self.graph = graph
+        self.scheme = scheme
+        self.topo = topo or Topology(network)
+        self._model = model
+        self._clusters: dict[int, str | None] = {}
+        self._layers: dict[tuple, tuple[float, int]] = {}  # a cluster-layer and its children's ids -> cost, id
+        self._answers: list[tuple[float, Hashable]] = []  # by id: the model's cost and message
+
+    def check(self, clusters: tuple[int, ...] | list[int], cost: float) -> None:
+        """Raise :class:`AuditError` unless ``clusters`` (node masks) is a feasible
+        mapping of the component that costs ``cost`` within the tolerance."""
+        topo = self.topo
+        covered = 0
+        for cluster in clusters:
+            if cluster & covered or not cluster:
+                raise AuditError(self._named(clusters, "is not a partition of the nodes"))
+            covered |= cluster
+            problem = self._clusters.get(cluster)
+            if cluster not in self._clusters:
+                problem = self._clusters[cluster] = cluster_problem(topo, cluster, self.scheme)
+            if problem:
+                raise AuditError(self._named(clusters, f"has cluster {sorted(topo.names(cluster))}, which is "
+                                                       f"infeasible under scheme {self.scheme}: {problem}"))
+        if covered != topo.all_nodes:
+            raise AuditError(self._named(clusters, "leaves nodes out"))
+        total = self.cost(clusters)
+        if abs(total - cost) > TOLERANCE * max(abs(total), abs(cost)):
+            raise AuditError(self._named(clusters, f"costs {total!r} by the cost model, not the {cost!r} "
+                                                   "the search gave it (unless the cost model answers the same "
+                                                   "context differently from call to call)"))
+
+    def cost(self, clusters: tuple[int, ...] | list[int]) -> float:
+        """The cost of a mapping by the cost model, cluster-layer by cluster-layer from
+        layer 0 up, as :func:`cost.evaluate_mapping` computes it (a test holds the two
+        equal). A cluster-layer's answer depends on its nodes and, recursively, on its
+        children's: each distinct one is asked of the model once, however many tied
+        mappings share it."""
+        topo = self.topo
+        cluster_of = {}
+        layers: dict[tuple[int, int], int] = {}
+        for k, cluster in enumerate(clusters):
+            for i in bits(cluster):
+                cluster_of[i] = k
+                layers[topo.layer[i], k] = layers.get((topo.layer[i], k), 0) | 1 << i
+        owner: dict[int, tuple[int, int]] = {}  # node -> (its cluster-layer's mask, key id)
+        total = 0.0
+        for (layer, k), members in sorted(layers.items()):
+            kids: dict[int, tuple[int, bool]] = {}
+            for i in bits(members):
+                for j in bits(topo.children[i]):
+                    mask, ident = owner[j]
+                    kids[mask] = (ident, cluster_of[j] == k)
+            key = (members, tuple(sorted(kids.values())))
+            got = self._layers.get(key)
+            if got is None:
+                children = sort_children(ChildClusterLayer(topo.names(mask), topo.layer[(mask & -mask).bit_length() - 1],
+                                                           same, self._answers[ident][1])
+                                         for mask, (ident, same) in kids.items())
+                ctx = CostContext(topo.names(members), layer, self.graph, children)
+                value, message = self._model.evaluate(ctx)
+                got = self._layers[key] = (checked_cost(value, ctx), len(self._answers))
+                self._answers.append((got[0], message))
+            total += got[0]
+            for i in bits(members):
+                owner[i] = (members, got[1])
+        return total
+
+    def _named(self, clusters, problem: str) -> str:
+        shown = " ".join("{" + ", ".join(c) + "}" for c in mapping_names(self.topo, clusters) if len(c) > 1)
+        return (f"the search reported a mapping that {problem}: {shown or 'every node alone'} "
+                f"(the other nodes alone)")

@@ -1,0 +1,341 @@
+"""The DCMAP loop over one actor's open branches: the single engine of the serial
+and the distributed searches.
+
+An :class:`Explorer` owns a set of open branches (a queue and the active branch)
+and, optionally, one shard of the link table. It pops or activates a branch (the
+cheapest ``g_hat`` with probability ``alpha``, else one at the lowest layer),
+prunes it if its last link record was dominated or its bound cannot beat
+``G_min``, expands it, and hands every child that completes a layer to the owner
+of its dominance key: itself when it holds that key's shard (the branch is
+settled at once and, if it goes on, stays here), else an outbox that the
+distributed search delivers in batches. A child still inside its layer is settled
+in this explorer's own shard, where linking there pays (:meth:`Explorer._link_inside`).
+The first (cheapest) surviving child stays active; the others wait in the queue.
+
+Serially one explorer holds the whole table, so every key is settled at once:
+this is the paper's loop with the two corrections of SPEC section 5.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import heapq
+import math
+import random
+import time
+from collections.abc import Iterator
+from operator import attrgetter
+from typing import Any
+
+from ..cost.dcmap import leaves_no_cycles
+from .limits import SearchInterrupted, Stopwatch
+from .linking import CHEAPER, NEW, Improvement, LinkShard, route
+from .problem import Branch, Problem, within
+
+ESTIMATE = attrgetter("estimate")  # a branch's g_hat
+SENT_MEMORY = 1 << 18  # foreign keys whose best sent cost is remembered (a filter only)
+# linking inside a layer (see Explorer._link_inside)
+INSIDE_WINDOW = 256  # settles per trial at one point of a layer
+INSIDE_YIELD = 4  # a trial pays when at least one in INSIDE_YIELD of its branches stops
+INSIDE_REST = 16  # after a trial that does not, skip INSIDE_REST trials' worth of branches,
+INSIDE_REST_MOST = 1024  # twice as many after each further such trial, up to this
+
+
+class BranchQueue:
+    """Queued branches, reachable both by ``g_hat`` and by (layer, ``g_hat``).
+
+    A branch sits in both heaps; popped from one, its entry in the other stays behind,
+    stale, and is skipped when it comes up. An entry is live while its push number is
+    the branch's ``queued`` (0 when not queued), so an entry left behind never comes
+    back to life when its branch is pushed again (as a branch whose expansion a limit
+    interrupted is): the branch is listed, and popped, once."""
+
+    def __init__(self) -> None:
+        self.by_cost: list[tuple[float, int, Branch]] = []
+        self.by_layer: list[tuple[int, float, int, Branch]] = []
+        self.size = 0
+        self._seq = 0
+
+    def push(self, branch: Branch) -> None:
+        self._seq += 1
+        branch.queued = self._seq
+        heapq.heappush(self.by_cost, (branch.estimate, self._seq, branch))
+        heapq.heappush(self.by_layer, (branch.layer, branch.estimate, self._seq, branch))
+        self.size += 1
+
+    def _live(self) -> list[tuple[float, int, Branch]]:
+        return [entry for entry in self.by_cost if entry[2].queued == entry[1]]
+
+    def branches(self) -> list[Branch]:
+        """The queued branches, cheapest ``g_hat`` first."""
+        return [entry[2] for entry in sorted(self._live(), key=lambda e: e[:2])]
+
+    def least_bound(self) -> float:
+        """The smallest ``bound`` among queued branches (inf if none)."""
+        return min((entry[2].bound for entry in self._live()), default=math.inf)
+
+    def pop(self, cheapest: bool) -> Branch | None:
+        heap = self.by_cost if cheapest else self.by_layer
+        while heap:
+            entry = heapq.heappop(heap)
+            branch = entry[-1]
+            if branch.queued == entry[-2]:
+                branch.queued = 0
+                self.size -= 1
+                return branch
+        return None
+
+
+class Explorer:
+    """One actor's share of a DCMAP search (all of it when serial).
+
+    ``shard`` is the part of the link table this explorer owns (index
+    ``shard_index`` of ``shards``), or None when another actor owns the whole table.
+    With ``notify``, the records its shard dominates are also listed in ``notices``,
+    for the actors that hold the branches below them (only when the table's owner does
+    not hold the branches: a sharded worker and the serial search keep every branch
+    with the owner of its last record, so their own ``dominated`` set is enough).
+    """
+
+    def __init__(self, problem: Problem, alpha: float = 0.6, seed: int = 0,
+                 shard: LinkShard | None = None, shard_index: int = 0, shards: int = 1,
+                 notify: bool = False) -> None:
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
+        self.problem = problem
+        self.alpha = alpha
+        self.rng = random.Random(seed)
+        self.queue = BranchQueue()
+        self.active: Branch | None = None
+        self.shard = shard
+        self.shard_index = shard_index
+        self.shards = shards
+        self.final_key = (problem.topo.l_max, (), ())
+        self.g_min = math.inf
+        self.dominated: set[int] = set()  # records known to be dominated
+        self.notify = notify
+        self.notices: list[int] = []  # records this shard dominated, for other actors (notify)
+        self.outbox: dict[int, list[tuple[tuple, Branch]]] = {}
+        self._sent: dict[tuple, float] = {}
+        self._gates: dict[int, list[int]] = {}  # see _link_inside
+        self.iterations = 0
+        self.iteration_offset = 0  # added to local counts in histories and the trace
+        self.time_offset = 0.0  # seconds of the whole search when this step's clock started
+        self.improvements: list[Improvement] = []
+        self.watch: Stopwatch | None = None
+        self.acyclic = leaves_no_cycles(problem.model)  # the collector can pause in steps
+
+    # -- arrivals -------------------------------------------------------------
+    def offer(self, key: tuple, branch: Branch) -> Branch | None:
+        """Settle a branch at ``key`` in this explorer's shard; the branch linked (advanced
+        to its next layer if it completed one) if it goes on, else None (tied, worse, or
+        complete)."""
+        outcome, record, dominated = self.shard.settle(key, branch.cost, branch.trail, self.stamp())
+        if dominated is not None:
+            self.dominated.add(dominated)
+            if self.notify:
+                self.notices.append(dominated)
+        if outcome not in (NEW, CHEAPER):
+            return None
+        if key == self.final_key:
+            self.improve(branch.cost, branch.trail)
+            return None
+        return branch.linked(record)
+
+    def receive(self, arrivals: list[tuple[tuple, Branch]]) -> None:
+        """Settle a batch of completions sent by other explorers; keep the survivors
+        (their messages interned: :meth:`Problem.interned`)."""
+        for key, branch in arrivals:
+            survivor = self.offer(key, branch)  # a complete one improves G_min there
+            if survivor is not None and within(survivor.bound, self.g_min):
+                survivor.cls = self.problem.interned(survivor.cls)
+                self.queue.push(survivor)
+
+    def adopt(self, branches: list[Branch]) -> None:
+        """Take over open branches (handed out by the coordinator, or restored)."""
+        for branch in branches:
+            branch.cls = self.problem.interned(branch.cls)
+            self.queue.push(branch)
+
+    def improve(self, cost: float, trail: tuple) -> None:
+        """A complete mapping of ``cost`` reached by ``trail`` exists: lower ``G_min``
+        and record it."""
+        if not within(self.g_min, cost):
+            self.g_min = cost
+            self.improvements.append((self.stamp(), self.seconds(), cost, trail))
+
+    def stamp(self) -> int:
+        return self.iteration_offset + self.iterations
+
+    def seconds(self) -> float:
+        return self.time_offset + (self.watch.elapsed() if self.watch else 0.0)
+
+    # -- the loop -------------------------------------------------------------
+    def step(self, watch: Stopwatch, until: float | None = None, max_iterations: int | None = None) -> str:
+        """Run the loop until the open set is empty (``idle``), the clock passes ``until``
+        (``budget``), this explorer's iterations reach ``max_iterations``, or a limit of
+        ``watch`` is reached (its name). The garbage collector is handled as
+        :meth:`collector_paused` says."""
+        self.watch = watch
+        with self.collector_paused():
+            return self._loop(watch, until, max_iterations)
+
+    @contextlib.contextmanager
+    def collector_paused(self) -> Iterator[None]:
+        """Every object alive on entry (the open branches, the link table, the memos: all
+        acyclic) is moved to the garbage collector's permanent generation, so its full
+        collections scan only what is made inside (they took about 10% of the time on
+        insurance otherwise, scanning the whole search's state each time). With a model
+        that leaves no reference cycles (:func:`~dcmap_dist.cost.dcmap.leaves_no_cycles`; the expansion
+        itself makes none) the collector is also paused inside and what was made there
+        is frozen on exit: there is nothing for it to find. Nested uses pause once."""
+        gc.freeze()
+        pause = self.acyclic and gc.isenabled()
+        if pause:
+            gc.disable()
+        try:
+            yield
+        finally:
+            if pause:
+                gc.freeze()
+                gc.enable()
+
+    def _loop(self, watch: Stopwatch, until: float | None, max_iterations: int | None) -> str:
+        problem = self.problem
+        queue = self.queue
+        rng = self.rng
+        while True:
+            if max_iterations is not None and self.iterations >= max_iterations:
+                return "max_iterations"
+            reason = watch.check(self.iterations)
+            if reason:
+                return reason
+            if until is not None and time.perf_counter() >= until:
+                return "budget"
+            branch = self.active
+            if branch is not None:
+                self.active = None
+            else:
+                branch = queue.pop(rng.random() < self.alpha)
+                if branch is None:
+                    return "idle"
+            if branch.link in self.dominated or not within(branch.bound, self.g_min):
+                continue
+            self.iterations += 1
+            try:
+                children = problem.expand(branch, problem.next_proposal(branch), self.g_min, watch)
+            except SearchInterrupted as stop:
+                self.iterations -= 1
+                queue.push(branch)  # not expanded: it still stands for its mappings
+                return stop.args[0]
+            survivors = []
+            for child in children:
+                if child.assigned == -1:  # it completed its layer
+                    child = self._complete(child)
+                elif self.shard is not None:
+                    child = self._link_inside(child)
+                if child is not None:
+                    survivors.append(child)
+            if survivors:
+                survivors.sort(key=ESTIMATE)
+                self.active = survivors[0]
+                for child in survivors[1:]:
+                    queue.push(child)
+
+    def _link_inside(self, branch: Branch) -> Branch | None:
+        """Settle a branch inside its layer, in this explorer's own shard whoever owns the
+        key, when linking pays at its point (its layer and how many nodes of it are
+        placed); the branch (linked, or as it was) if it goes on, else None. Such keys
+        never travel: two explorers may each hold a record of one key, which only links
+        less (docs/distributed.md).
+
+        Each point links by trials of INSIDE_WINDOW settles; a trial that stops fewer
+        than one in INSIDE_YIELD of them (tied or worse) turns the point off for
+        INSIDE_REST trials' worth of branches, twice as long after each further such
+        trial (up to INSIDE_REST_MOST), then it tries again. Which branches are linked
+        changes only the work, never the result."""
+        # the point as one int: the layer and how many of its nodes are placed
+        point = (branch.layer << 20) | branch.assigned.bit_count()
+        gate = self._gates.get(point)
+        if gate is None:
+            # settled and stopped in this trial, branches left to skip, trials to skip next
+            gate = self._gates[point] = [0, 0, 0, INSIDE_REST]
+        if gate[2]:
+            gate[2] -= 1
+            return branch
+        survivor = self.offer(self.problem.link_key(branch), branch)
+        gate[0] += 1
+        if survivor is None:
+            gate[1] += 1
+        if gate[0] == INSIDE_WINDOW:
+            if gate[1] * INSIDE_YIELD < INSIDE_WINDOW:
+                gate[2] = INSIDE_WINDOW * gate[3]
+                gate[3] = min(2 * gate[3], INSIDE_REST_MOST)
+            else:
+                gate[3] = INSIDE_REST
+            gate[0] = gate[1] = 0
+        return survivor
+
+    def _complete(self, branch: Branch) -> Branch | None:
+        """Hand a branch that completed a layer to its key's owner: settled here if this
+        explorer owns the key, else put in the outbox unless a branch at least as cheap
+        was already sent there (bests only fall, so a worse one would be refused)."""
+        key = self.problem.link_key(branch)
+        if self.problem.is_complete(branch):
+            self.improve(branch.cost, branch.trail)
+        owner = route(key, self.shards)
+        if self.shard is not None and owner == self.shard_index:
+            return self.offer(key, branch)
+        sent = self._sent.get(key)
+        if sent is not None and not within(branch.cost, sent):
+            return None
+        if len(self._sent) >= SENT_MEMORY:
+            self._sent.clear()
+        self._sent[key] = branch.cost if sent is None else min(sent, branch.cost)
+        self.outbox.setdefault(owner, []).append((key, branch))
+        return None
+
+    # -- figures ----------------------------------------------------------------
+    def open_count(self) -> int:
+        """Open branches held here (queue and active), not counting the outbox."""
+        return self.queue.size + (self.active is not None)
+
+    def least_bound(self) -> float:
+        """The least bound over every branch held here, outbox included (inf if none)."""
+        bounds = [self.queue.least_bound()]
+        if self.active is not None:
+            bounds.append(self.active.bound)
+        bounds.extend(branch.bound for batch in self.outbox.values() for _, branch in batch)
+        return min(bounds)
+
+    def take_outbox(self) -> dict[int, list[tuple[tuple, Branch]]]:
+        """The completions waiting to be sent, by owner; the outbox is emptied."""
+        outbox, self.outbox = self.outbox, {}
+        return outbox
+
+    def open_branches(self) -> list[Branch]:
+        """Every open branch held here (the active one first), without removing them."""
+        return ([self.active] if self.active is not None else []) + self.queue.branches()
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to continue this explorer's share exactly (plain data;
+        the outbox must have been taken)."""
+        assert not self.outbox, "take the outbox before saving an explorer's state"
+        return {
+            "branches": self.open_branches(),
+            "dominated": set(self.dominated),
+            "iterations": self.iterations,
+            "g_min": self.g_min,
+            "rng": self.rng.getstate(),
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a :meth:`state` (the shard is restored by its owner)."""
+        self.queue = BranchQueue()
+        self.active = None
+        self.adopt(state["branches"])
+        self.dominated = set(state["dominated"])
+        self.iterations = state["iterations"]
+        self.g_min = state["g_min"]
+        self.rng.setstate(state["rng"])

@@ -1,0 +1,180 @@
+"""The link table (dominance between branches at the same point of the search) and
+the tied histories that rebuild every optimal mapping.
+
+Branches with equal :meth:`Problem.link_key` (having completed the same layer, or
+placed the same nodes of one layer) have identical futures. The table keeps, per key,
+the best cost, a record id, and whether a cheaper arrival has since dominated that
+record. Every arrival at a key is decided by the table that owns the key:
+
+* ``new``: no record yet; a record is made and the branch goes on;
+* ``cheaper``: the old record is marked dominated (branches below it are pruned
+  when popped) and a new record is made; the branch goes on;
+* ``tie``: the branch's history is stored on the record as an alternative and
+  the branch stops (its future is the recorded branch's);
+* ``worse``: the branch stops.
+
+The table can be split into shards by :func:`route` (a digest of the key's masks:
+stable across processes, since keys hold only ints and the cost model's
+messages, and the digest reads only the ints). A digest only routes a key;
+equality is decided by the shard's dict, exactly.
+
+A *trail* is ``(record id or None, join mask, ...)``: the branch's history since
+its last link record (``None``: since the root). ``histories[record]`` lists the
+``(trail, iteration)`` of every branch that reached the record at its best cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from .problem import within
+
+NEW, CHEAPER, TIE, WORSE = "new", "cheaper", "tie", "worse"
+History = tuple[tuple, int]  # (trail, iteration found)
+Improvement = tuple[int, float, float, tuple]  # (iteration, seconds, cost, trail of the mapping)
+
+
+class MissingRecord(LookupError):
+    """A link record no shard holds (a distributed search lost it with a worker)."""
+
+
+def route(key: tuple, shards: int) -> int:
+    """The shard that owns ``key``: a digest of its masks (never of its messages,
+    whose hashes may differ between processes). Deterministic across processes."""
+    if shards == 1:
+        return 0
+    layer, parts, blocked = key
+    if parts and isinstance(parts[0][0], tuple):  # lean: ((frontier, outside), ...), pairs
+        masks = [mask for frontier, _ in parts for mask, _ in frontier]
+        masks += [outside for _, outside in parts]
+    else:  # full: (layer, comps, cls)
+        masks = [mask for mask, _ in blocked]
+        blocked = parts
+    return hash((layer, blocked, *masks)) % shards
+
+
+def record_id(owner: int, serial: int) -> int:
+    """A record id unique across the whole search: the owner's number (unique per
+    shard and per start of a run) and its own counter."""
+    return (owner << 36) | serial
+
+
+@dataclass(slots=True)
+class Entry:
+    """One key of the link table: its best cost and the record of that arrival. (A
+    record that a cheaper arrival replaced is in its owner's set of dominated records.)"""
+
+    best: float
+    record: int
+
+
+class LinkShard:
+    """The part of the link table owned by one actor (all of it when serial).
+
+    ``owner`` makes its record ids unique (see :func:`record_id`).
+    """
+
+    def __init__(self, owner: int) -> None:
+        self.owner = owner
+        self.entries: dict[tuple, Entry] = {}
+        self.histories: dict[int, list[History]] = {}
+        self._serial = 0
+
+    def settle(self, key: tuple, cost: float, trail: tuple, iteration: int) -> tuple[str, int, int | None]:
+        """Decide an arrival at ``key``: ``(outcome, record, dominated record)``. For
+        ``new`` and ``cheaper`` the record is the new one; for ``cheaper`` the third
+        item is the record it dominated; ties and worse arrivals return the existing one."""
+        entry = self.entries.get(key)
+        dominated = None
+        if entry is not None:
+            if within(entry.best, cost):  # not cheaper
+                if within(cost, entry.best):
+                    self.histories[entry.record].append((trail, iteration))
+                    entry.best = min(entry.best, cost)
+                    return TIE, entry.record, None
+                return WORSE, entry.record, None
+            dominated = entry.record
+        self._serial += 1
+        record = record_id(self.owner, self._serial)
+        self.entries[key] = Entry(cost, record)
+        self.histories[record] = [(trail, iteration)]
+        return (NEW if dominated is None else CHEAPER), record, dominated
+
+    def state(self) -> dict:
+        """Plain data from which :meth:`from_state` rebuilds this shard."""
+        return {"owner": self.owner, "serial": self._serial, "entries": self.entries, "histories": self.histories}
+
+    @classmethod
+    def from_state(cls, state: dict) -> LinkShard:
+        shard = cls(state["owner"])
+        shard._serial = state["serial"]
+        shard.entries = state["entries"]
+        shard.histories = state["histories"]
+        return shard
+
+    def lookup(self, records: Iterable[int]) -> dict[int, list[History]]:
+        """The histories of those of ``records`` this shard holds (copies: a worker answers
+        while its search may add ties)."""
+        return {r: list(self.histories[r]) for r in records if r in self.histories}
+
+
+def gather_histories(trails: Iterable[tuple], fetch: Callable[[set[int]], dict[int, list[History]]],
+                     first: bool = False) -> dict[int, list[History]]:
+    """Every history reachable from ``trails``, fetched layer by layer: ``fetch(records)``
+    returns the histories of the records (from one shard or from all of them). With
+    ``first``, only each record's first history, the path :func:`trail_path` follows, and
+    a record no shard holds (lost with a worker) is left out for ``trail_path`` to report
+    instead of raising here."""
+    found: dict[int, list[History]] = {}
+    wanted = {trail[0] for trail in trails if trail[0] is not None}
+    while wanted:
+        got = fetch(wanted)
+        if first:
+            got = {record: histories[:1] for record, histories in got.items()}
+        elif missing := wanted - got.keys():
+            raise MissingRecord(f"link records {sorted(missing)[:5]} are held by no shard")
+        found.update(got)
+        wanted = {t[0] for histories in got.values() for t, _ in histories if t[0] is not None} - found.keys()
+    return found
+
+
+def trail_joins(trail: tuple, histories: dict[int, list[History]]) -> Iterator[tuple[tuple[int, ...], int]]:
+    """Every mapping a trail stands for, as (join masks, iteration found)."""
+    stack: list[tuple[tuple, tuple[int, ...], int]] = [(trail, (), 0)]
+    while stack:
+        (record, *joins), later, found = stack.pop()
+        joins = tuple(joins) + later
+        if record is None:
+            yield joins, found
+        else:
+            for prefix, iteration in histories[record]:
+                stack.append((prefix, joins, max(found, iteration)))
+
+
+def trail_path(trail: tuple, fetch: Callable[[set[int]], dict[int, list[History]]]) -> tuple[int, ...]:
+    """The join masks of the one mapping a branch itself followed to ``trail``: each
+    record's first history is the arrival that made the record (later ones are ties)."""
+    joins: tuple[int, ...] = ()
+    while True:
+        record, *later = trail
+        joins = tuple(later) + joins
+        if record is None:
+            return joins
+        got = fetch({record})
+        if record not in got:
+            raise MissingRecord(f"link record {record} is held by no shard")
+        trail = got[record][0][0]
+
+
+def trail_count(trail: tuple, histories: dict[int, list[History]], memo: dict[int, int] | None = None) -> int:
+    """How many mappings a trail stands for, without listing them."""
+    memo = {} if memo is None else memo
+    record = trail[0]
+    if record is None:
+        return 1
+    got = memo.get(record)
+    if got is None:
+        got = memo[record] = sum(trail_count(prefix, histories, memo) for prefix, _ in histories[record])
+    return got
+

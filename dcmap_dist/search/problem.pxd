@@ -1,0 +1,23 @@
+# The compiled layout of search/problem.py's Problem: Cython reads this file beside the source and
+# pure Python ignores it (docs/search.md, "The engine's speed"). search/problem.py turns off
+# Cython's typing from annotations: its ``int`` hints mean Python ints of any size.
+from dcmap_dist.model.topology cimport Topology
+from dcmap_dist.search.bounds cimport LowerBound
+
+
+cdef class Problem:
+    cdef public object key, use_bound, network, graph, model, scheme
+    cdef public Topology topo
+    cdef public object _costs, parents_of, children_of, closures
+    cdef public object _messages, _singleton_messages, _reach, _estimates, _estimator
+    cdef public LowerBound bound
+    cpdef object _new_cluster_layer(self, object nodes, object cluster, object cls)
+    cpdef object _apply(self, object branch, object proposal, object joined, object merged, object free,
+                        object below, list unfixed, dict single_costs, dict reach,
+                        object g_min=*)
+    cpdef object link_key(self, object branch)
+    cpdef object next_proposal(self, object branch)
+    cpdef object _read_later(self, object items, object layer)
+    cpdef object _comps_read_later(self, object comps, object layer)
+
+cpdef bint within(double cost, double bound)

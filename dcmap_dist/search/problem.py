@@ -1,0 +1,432 @@
+# cython: annotation_typing=False
+"""The expansion machinery shared by DCMAP and breadth-first search.
+
+A :class:`Branch` holds one partial mapping: every node below layer ``layer`` is
+placed, and some of the nodes of ``layer``. Its state is plain data (ints, tuples,
+floats) so it can be serialised and moved between processes:
+
+* ``comps``: the open components, ``(members, fixed)``. A component is a
+  connected piece of a cluster restricted to the layers done so far; it is open
+  while it holds a node with a parent above the last completed layer. ``fixed``
+  means its fate at ``layer`` is decided (extended by a new cluster-layer, or not).
+* ``cls``: the frontier cluster-layers ``(members, message)``: those holding a
+  node with a parent above the last completed layer. Future costs read only these.
+  Messages are the cost model's own values, so a branch or a dominance key means
+  the same in every process.
+* ``trail``: the history since the branch's last link record, ``(record id or
+  None, join masks...)`` (see :mod:`dcmap_dist.search.linking`); ``link`` is that record's
+  id. A branch carries no other history, so it pickles small.
+
+One expansion (one *iteration*) takes a proposal, "which nodes of ``layer``
+join component ``c``", and makes one child branch per feasible combination
+(:func:`dcmap_dist.search.combinations.combinations`), each fixing ``c``'s cluster-layer at
+``layer``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from ..cost.base import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
+from ..model.network import Network
+from ..model.topology import Memo, Topology, bits, union_of
+from .bounds import LowerBound
+from .combinations import combinations
+from .limits import Stopwatch
+
+TOLERANCE = 1e-9
+LINK_KEYS = ("lean", "full")
+
+
+def within(cost: float, bound: float) -> bool:
+    """``cost <= bound`` up to the relative tolerance of SPEC section 3."""
+    return cost <= bound + TOLERANCE * abs(bound)
+
+
+@dataclass(slots=True)
+class Branch:
+    """One partial mapping (see the module docstring)."""
+
+    layer: int
+    assigned: int
+    comps: tuple[tuple[int, bool], ...]
+    cls: tuple[tuple[int, Hashable], ...]
+    cost: float
+    trail: tuple = (None,)  # (last link record id or None, join masks since)
+    link: int | None = None  # id of the last link record (DCMAP only)
+    estimate: float = 0.0  # g_hat
+    bound: float = 0.0  # cost + admissible lower bound of what is left
+    queued: int = field(default=0)  # the push number of its live queue entries (0: not queued)
+
+    @property
+    def layer_done(self) -> bool:
+        return self.assigned == -1
+
+    def linked(self, record: int) -> Branch:
+        """This branch linked at ``record``, its history restarting there: moved to the
+        start of the next layer if it completed one, else where it stands."""
+        if self.assigned == -1:
+            return self.advanced(record)
+        return Branch(self.layer, self.assigned, self.comps, self.cls, self.cost, (record,), record,
+                      self.estimate, self.bound)
+
+    def advanced(self, record: int | None = None) -> Branch:
+        """This completed branch moved to the start of the next layer. Linked at record
+        ``record``, its history restarts there; unlinked, it keeps its trail."""
+        trail = self.trail if record is None else (record,)
+        return Branch(self.layer + 1, 0, self.comps, self.cls, self.cost, trail,
+                      self.link if record is None else record, self.estimate, self.bound)
+
+
+class Problem:
+    """A connected network, a cost model and a scheme, precomputed for the search."""
+
+    def __init__(self, network: Network, model: CostModel, scheme: str = "merge",
+                 graph: Network | None = None, key: str = "lean", lower_bound: bool = True) -> None:
+        if key not in LINK_KEYS:
+            raise ValueError(f"unknown link key {key!r}: choose one of {', '.join(LINK_KEYS)}")
+        self.key = key
+        self.use_bound = lower_bound
+        self.network = network
+        self.graph = graph or network  # what cost contexts see: the whole network
+        self.model = model
+        self.scheme = scheme
+        self.topo = topo = Topology(network)
+        self._costs = Memo(self._evaluate)  # (nodes, children) -> (cost, message)
+        # each distinct message as one object: keys holding equal messages then compare
+        # them by identity (a frozenset compares element by element otherwise)
+        self._messages: dict[Hashable, Hashable] = {}
+        # node-set facts, memoised (a hit is one dict lookup: these are read tens to
+        # hundreds of times per iteration)
+        self.parents_of = Memo(lambda mask: union_of(topo.parents, mask))  # all parents of a set
+        self.children_of = Memo(lambda mask: union_of(topo.children, mask))  # all its children
+        self.closures = Memo(self._closures_of)
+        self._singleton_messages: dict[int, Hashable] = {}
+        # descendants of the unplaced nodes: the only placed nodes a future contiguity
+        # check can reach
+        self._reach = Memo(lambda rest: union_of(topo.desc, rest))
+        self._estimates: dict[int, float] = {}
+        self._estimator = getattr(model, "estimate", None)
+        # bound.lookup(layer, assigned, cls): the admissible bound on the cost still to come
+        self.bound = LowerBound(topo, self.graph, model if lower_bound else None, self.parents_of)
+
+    # -- small cached facts -------------------------------------------------
+    def remaining(self, branch: Branch) -> int:
+        """Mask of the nodes not yet placed on ``branch``."""
+        topo = self.topo
+        if branch.layer_done:
+            return topo.above[branch.layer]
+        return topo.above[branch.layer] | (topo.layer_mask[branch.layer] & ~branch.assigned)
+
+    def lower_bound(self, branch: Branch) -> float:
+        """Admissible bound on the cost still to come (:mod:`dcmap_dist.search.bounds`)."""
+        return self.bound.lookup(branch.layer, branch.assigned, branch.cls)
+
+    def estimate(self, branch: Branch) -> float:
+        """The paper's ``h``: the model's estimate of the rest, else the lower bound."""
+        if self._estimator is None:
+            return self.lower_bound(branch)
+        rest = self.remaining(branch)
+        got = self._estimates.get(rest)
+        if got is None:
+            got = self._estimator(self.graph, self.topo.names(rest)) if rest else 0.0
+            self._estimates[rest] = got
+        return got
+
+    def interned(self, cls: tuple[tuple[int, Hashable], ...]) -> tuple[tuple[int, Hashable], ...]:
+        """``cls`` with each message replaced by the one object this process keeps for its
+        value: a branch from another process brings its own objects, which dict hits would
+        compare element by element."""
+        messages = self._messages
+        return tuple([(members, messages.setdefault(message, message)) for members, message in cls])
+
+    def score(self, branch: Branch) -> Branch:
+        """Fill in ``estimate`` (g_hat) and ``bound`` (cost + lower bound)."""
+        branch.bound = branch.cost + self.lower_bound(branch)
+        branch.estimate = branch.cost + self.estimate(branch)
+        return branch
+
+    def cluster_layer_cost(
+        self, nodes: int, children: tuple[tuple[int, bool, Hashable], ...]
+    ) -> tuple[float, Hashable]:
+        """Cost and message of cluster-layer ``nodes`` given its children
+        ``(members, same_cluster, message)``, memoised."""
+        return self._costs[(nodes, children)]
+
+    def _evaluate(self, key: tuple[int, tuple[tuple[int, bool, Hashable], ...]]) -> tuple[float, Hashable]:
+        """The cost model's answer for a :meth:`cluster_layer_cost` key (a memo miss)."""
+        nodes, children = key
+        topo = self.topo
+        kids = [
+            ChildClusterLayer(topo.names(m), topo.layer[(m & -m).bit_length() - 1], same, msg)
+            for m, same, msg in children
+        ]
+        layer = topo.layer[(nodes & -nodes).bit_length() - 1]
+        ctx = CostContext(topo.names(nodes), layer, self.graph, sort_children(kids))
+        value, message = self.model.evaluate(ctx)
+        return checked_cost(value, ctx), self._messages.setdefault(message, message)
+
+    # -- the search tree ----------------------------------------------------
+    def root(self) -> Branch:
+        """Layer 0 placed: every leaf is its own cluster-layer."""
+        cost = 0.0
+        comps = []
+        cls = []
+        for i in bits(self.topo.layer_mask[0]):
+            c, msg = self.cluster_layer_cost(1 << i, ())
+            cost += c
+            comps.append((1 << i, True))
+            cls.append((1 << i, msg))
+        return self.score(self.finish_layer(Branch(0, -1, tuple(comps), tuple(cls), cost)))
+
+    def singletons(self) -> Branch:
+        """The complete mapping in which every node is its own cluster (always feasible)."""
+        cost = 0.0
+        for l in range(self.topo.l_max + 1):
+            for i in bits(self.topo.layer_mask[l]):
+                kids = tuple((1 << c, False, self._singleton_messages[c])
+                             for c in bits(self.topo.children[i]))
+                c, self._singleton_messages[i] = self.cluster_layer_cost(1 << i, kids)
+                cost += c
+        return Branch(self.topo.l_max, -1, (), (), cost)
+
+    def next_proposal(self, branch: Branch) -> int:
+        """Index of the component to expand next: among the unfixed ones with an
+        unplaced candidate node, the one with the most members, then the fewest
+        candidates (ties by position). Any choice is exact; this one proves water in
+        43% of the iterations of "fewest candidates" (docs/search.md)."""
+        free = self.topo.layer_mask[branch.layer] & ~branch.assigned
+        best = -1
+        best_size = 0
+        best_count = 0
+        for idx, (members, fixed) in enumerate(branch.comps):
+            if fixed:
+                continue
+            count = (self.parents_of[members] & free).bit_count()
+            if count == 0:
+                continue
+            size = members.bit_count()
+            if size > best_size or (size == best_size and count < best_count):
+                best, best_size, best_count = idx, size, count
+        return best
+
+    def expand(self, branch: Branch, proposal: int, g_min: float = math.inf,
+               watch: Stopwatch | None = None, most: int | None = None) -> list[Branch]:
+        """Children of ``branch`` for ``proposal`` (a component index), one per feasible
+        combination, scored; those whose bound exceeds ``g_min`` are dropped. With a
+        ``watch``, a limit reached mid-expansion raises SearchInterrupted. ``most``
+        caps the combinations tried (for heuristics only: the search needs them all)."""
+        topo = self.topo
+        layer = branch.layer
+        free = topo.layer_mask[layer] & ~branch.assigned
+        below = tuple([c for c in branch.cls if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer])
+        parents_of = self.parents_of
+        # (bit, parents) of each unfixed component, by index
+        unfixed = [(1 << j, parents_of[members]) for j, (members, fixed) in enumerate(branch.comps) if not fixed]
+        children = []
+        # node -> its own cluster-layer's cost and frontier item (members, message)
+        single_costs: dict[int, tuple[float, tuple[int, Hashable]]] = {}
+        reach: dict[int, int] = {}  # merged -> the parents of the unfixed components outside it
+        for joined, merged in combinations(branch.comps, proposal, free, self.scheme, topo, parents_of,
+                                           self.closures, watch, most):
+            child = self._apply(branch, proposal, joined, merged, free, below, unfixed, single_costs, reach,
+                                g_min)
+            if child is not None:
+                children.append(child)
+        return children
+
+    def _new_cluster_layer(self, nodes: int, cluster: int,
+                           cls: tuple[tuple[int, Hashable], ...]) -> tuple[float, Hashable]:
+        """Cost of a new cluster-layer ``nodes`` whose component (after merging) is
+        ``cluster``; its children are among the frontier cluster-layers ``cls``."""
+        kids = self.children_of[nodes]
+        return self._costs[(nodes, tuple([(m, m & cluster != 0, msg) for m, msg in cls if m & kids]))]
+
+    def _apply(self, branch: Branch, proposal: int, joined: int, merged: int, free: int,
+               below: tuple[tuple[int, Hashable], ...], unfixed: list[tuple[int, int]],
+               single_costs: dict[int, tuple[float, tuple[int, Hashable]]], reach: dict[int, int],
+               g_min: float = math.inf) -> Branch | None:
+        """The child branch of one combination, scored; None if its bound exceeds
+        ``g_min`` (found from its cost and frontier before the rest of it is built).
+        Layer nodes left with no unfixed component to join become their own
+        cluster-layers in the same step; ``single_costs`` remembers their cost and
+        frontier item for the expansion (every combination of it sees the same ``below``).
+        ``unfixed``: the bit and the parents of each unfixed component; ``reach``
+        remembers, for the expansion, the parents of those outside each ``merged``."""
+        comps = branch.comps
+        cost = branch.cost
+        cls = list(branch.cls)
+        if joined:
+            union = joined
+            for j in bits(merged):
+                union |= comps[j][0]
+            c, msg = self._new_cluster_layer(joined, union, below)
+            cost += c
+            cls.append((joined, msg))
+        reachable = reach.get(merged)  # parents of the components still unfixed
+        if reachable is None:
+            reachable = 0
+            for bit, parents in unfixed:  # merged holds the proposal
+                if not merged & bit:
+                    reachable |= parents
+            reach[merged] = reachable
+        singles = free & ~joined & ~reachable
+        for i in bits(singles):
+            single = single_costs.get(i)
+            if single is None:
+                c, msg = self._new_cluster_layer(1 << i, 1 << i, below)
+                single = single_costs[i] = (c, (1 << i, msg))
+            cost += single[0]
+            cls.append(single[1])
+        layer = branch.layer
+        assigned = branch.assigned | joined | singles
+        done = assigned == self.topo.layer_mask[layer]
+        if done:  # the layer is complete: keep what the future reads (as finish_layer)
+            assigned = -1
+            cls = self._read_later(cls, layer)
+        cls = tuple(cls)
+        bound = cost + self.bound.lookup(layer, assigned, cls)
+        if not within(bound, g_min):
+            return None
+        trail = branch.trail
+        if joined:
+            new_comps = [comp for j, comp in enumerate(comps) if not (merged >> j) & 1]
+            new_comps.append((union, True))
+            # anchor on a child of a joiner in each merged component: a frontier node,
+            # the same on every branch linked to this one, so tied histories rebuild
+            anchors = joined
+            kids = self.children_of[joined]
+            for j in bits(merged):
+                touched = comps[j][0] & kids
+                anchors |= touched & -touched
+            if anchors & (anchors - 1):
+                trail = trail + (anchors,)
+        else:
+            new_comps = list(comps)
+            new_comps[proposal] = (comps[proposal][0], True)
+        new_comps.extend([(1 << i, True) for i in bits(singles)])
+        new_comps = self._comps_read_later(new_comps, layer) if done else tuple(new_comps)
+        child = Branch(layer, assigned, new_comps, cls, cost, trail, branch.link)
+        child.bound = bound
+        child.estimate = bound if self._estimator is None else cost + self.estimate(child)
+        return child
+
+    def finish_layer(self, branch: Branch) -> Branch:
+        """Close a completed layer: drop components and cluster-layers the future cannot
+        read; the branch then stands at the start of the next layer (``assigned = -1``
+        marks "layer done, not yet linked")."""
+        comps = self._comps_read_later(branch.comps, branch.layer)
+        cls = tuple(self._read_later(branch.cls, branch.layer))
+        return Branch(branch.layer, -1, comps, cls, branch.cost, branch.trail, branch.link)
+
+    def _comps_read_later(self, comps: list | tuple, layer: int) -> tuple[tuple[int, bool], ...]:
+        """The components a completed layer keeps, all unfixed again for the next layer."""
+        return tuple([(m, False) for m, _ in self._read_later(comps, layer)])
+
+    def _read_later(self, items: list | tuple, layer: int) -> list:
+        """The ``(mask, ...)`` items with a parent above ``layer``, sorted: the components
+        and cluster-layers a completed layer keeps."""
+        above = self.topo.above[layer]
+        return sorted([item for item in items if self.parents_of[item[0]] & above])
+
+    def link_key(self, branch: Branch) -> tuple:
+        """Dominance key of a branch: what any future cost or feasibility check can read,
+        so branches with equal keys have identical futures.
+
+        Of a completed layer, ``full`` is SPEC 5's known-sound key: the open components'
+        membership and the frontier cluster-layers with their messages. ``lean``
+        (default) keeps, per open component, its frontier cluster-layers with their
+        messages and the placed nodes outside it that are both its ancestors and
+        reachable from an unplaced node (a future join through one would break
+        contiguity), plus which pairs of open components can never be merged (a shared
+        layer, an arc between them, or a path from one to the other through outside
+        nodes). The argument is in docs/search.md; tests compare both keys with brute
+        force.
+
+        Inside a layer (``assigned`` not -1) the key is the same over the components and
+        cluster-layers that an unplaced node still reads, headed by
+        ``(layer, assigned)`` and, for ``lean``, two masks over its components: those
+        fixed at this layer, and those that hold a node of this layer (they can never
+        merge with a cluster-layer still to be made in it; the node may be a root, which
+        no frontier cluster-layer shows). docs/search.md, "Linking inside a layer",
+        gives the argument.
+        """
+        topo = self.topo
+        layer = branch.layer
+        if branch.layer_done:
+            rest = topo.above[layer]
+            comps, cls = branch.comps, branch.cls
+        else:
+            rest = topo.above[layer] | (topo.layer_mask[layer] & ~branch.assigned)
+            parents_of = self.parents_of
+            comps = tuple([comp for comp in branch.comps if parents_of[comp[0]] & rest])
+            cls = tuple([item for item in branch.cls if parents_of[item[0]] & rest])
+        if self.key == "full":
+            return (layer if branch.layer_done else (layer, branch.assigned)), comps, cls
+        known = self.closures
+        parts = []
+        for members, fixed in comps:
+            items = tuple([c for c in cls if c[0] & members])
+            # headed by its first cluster-layer's mask: the parts' items are disjoint, so
+            # this orders them as their items would, comparing ints only
+            parts.append((items[0][0], items, members, known[members], fixed))
+        parts.sort()
+        placed = ~rest
+        outside = [closure[0] & placed & ~members for _, _, members, closure, _ in parts]
+        blocked = []
+        for i, (_, _, _, (_, descendants_i, touch_i, layers_i), _) in enumerate(parts):
+            outside_i = outside[i]
+            for j in range(i + 1, len(parts)):
+                _, _, members_j, (_, descendants_j, _, layers_j), _ = parts[j]
+                if (layers_i & layers_j or touch_i & members_j
+                        or descendants_i & outside[j] or descendants_j & outside_i):
+                    blocked.append((i, j))
+        reach = self._reach[rest]
+        kept = tuple([(part[1], out & reach) for part, out in zip(parts, outside)])
+        if branch.layer_done:
+            return layer, kept, tuple(blocked)
+        fixed = held = 0
+        for i, (_, _, _, (_, _, _, layers_i), fixed_i) in enumerate(parts):
+            if fixed_i:
+                fixed |= 1 << i
+                if layers_i >> layer & 1:  # only a fixed component holds a node of this layer
+                    held |= 1 << i
+        return (layer, branch.assigned, fixed, held), kept, tuple(blocked)
+
+    def _closures_of(self, members: int) -> tuple[int, int, int, int]:
+        """Ancestors, descendants (outside ``members``), neighbours and layers of a node
+        set (read through the memo :attr:`closures`)."""
+        topo = self.topo
+        ancestors = descendants = touch = layers_used = 0
+        for i in bits(members):
+            ancestors |= topo.anc[i]
+            descendants |= topo.desc[i]
+            touch |= topo.neighbours[i]
+            layers_used |= 1 << topo.layer[i]
+        return ancestors & ~members, descendants & ~members, touch & ~members, layers_used
+
+    def is_complete(self, branch: Branch) -> bool:
+        return branch.layer_done and branch.layer == self.topo.l_max
+
+
+def joins_to_clusters(topo: Topology, joins: tuple[int, ...]) -> tuple[int, ...]:
+    """Union the join masks into a partition of all nodes (cluster masks, sorted)."""
+    parent = list(range(topo.n))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for join in joins:
+        members = bits(join)
+        root = find(members[0])
+        for j in members[1:]:
+            parent[find(j)] = root
+    clusters: dict[int, int] = {}
+    for i in range(topo.n):
+        clusters[find(i)] = clusters.get(find(i), 0) | (1 << i)
+    return tuple(sorted(clusters.values()))

@@ -1,0 +1,70 @@
+"""The state of a search as plain data: a consistent cut that does not depend on how
+many actors held it, and the counters that go with it. Checkpoints write it
+(:mod:`dcmap_dist.checkpoint.arrow`); the serial and distributed searches resume from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .linking import Entry, History, Improvement
+from .problem import Branch
+
+
+@dataclass
+class SearchState:
+    """A consistent cut of one component's search, whoever held its parts.
+
+    ``arrivals`` are completions sent to a key's owner and not yet settled."""
+
+    branches: list[Branch] = field(default_factory=list)
+    arrivals: list[tuple[tuple, Branch]] = field(default_factory=list)
+    entries: dict[tuple, Entry] = field(default_factory=dict)
+    histories: dict[int, list[History]] = field(default_factory=dict)
+    dominated: set[int] = field(default_factory=set)
+
+
+def write_size(open_branches: int, link_records: int) -> int:
+    """How big a checkpoint of a state is reckoned, to foresee its write time: open
+    branches (with completions in flight) and twice the link records; the records'
+    histories ride along in the rate measured per unit of this size."""
+    return open_branches + 2 * link_records
+
+
+@dataclass
+class Resumption:
+    """Where a component's interrupted search stood (see :mod:`dcmap_dist.checkpoint.arrow`)."""
+
+    state: SearchState
+    iterations: int
+    elapsed: float
+    g_min: float
+    trace: list[Improvement]
+    first: Branch  # the incumbent the search started from
+    next_owner: int  # link shards made from now on take owner numbers from here
+
+
+def counters(iterations: int, elapsed: float, g_min: float, trace: list, first: Branch,
+             next_owner: int) -> dict[str, Any]:
+    """The counters a checkpoint keeps beside the state (plain JSON values)."""
+    return {"iterations": iterations, "elapsed": elapsed, "g_min": g_min, "trace": plain_trace(trace),
+            "first_cost": first.cost, "first_trail": list(first.trail), "next_owner": next_owner}
+
+
+def resumption(state: SearchState, saved: dict[str, Any]) -> Resumption:
+    """The inverse of :func:`counters`, with the state."""
+    first = Branch(0, -1, (), (), saved["first_cost"], tuple(saved["first_trail"]))
+    return Resumption(state, saved["iterations"], saved["elapsed"], saved["g_min"],
+                      trace_from_plain(saved["trace"]), first, saved["next_owner"])
+
+
+def plain_trace(trace: list[Improvement]) -> list[list]:
+    """Improvements as JSON values (a trail becomes a list)."""
+    return [[iteration, seconds, cost, None if trail is None else list(trail)]
+            for iteration, seconds, cost, trail in trace]
+
+
+def trace_from_plain(saved: list[list]) -> list[Improvement]:
+    """The inverse of :func:`plain_trace`; an improvement saved without a trail gets None."""
+    return [(iteration, seconds, cost, tuple(rest[0]) if rest and rest[0] is not None else None)
+            for iteration, seconds, cost, *rest in saved]

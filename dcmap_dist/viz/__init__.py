@@ -1,0 +1,2 @@
+"""Pictures (matplotlib, the optional extra): traces and scaling plots (plots) and mappings
+drawn on their network (drawing)."""

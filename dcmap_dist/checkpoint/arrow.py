@@ -35,6 +35,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..model.network import no_duplicate_keys
 from ..search.linking import Entry, History
 from ..search.problem import Branch
 from ..search.state import SearchState
@@ -264,15 +265,6 @@ class Generation:
         return self.states.get(component) or SearchState()
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise ValueError(f"key {key!r} appears twice in one object")
-        found[key] = value
-    return found
-
-
 def _check_digests(folder: Path) -> None:
     try:
         listed = (folder / DIGESTS).read_text(encoding="ascii")
@@ -298,7 +290,7 @@ def _check_digests(folder: Path) -> None:
 
 def _read_metadata(folder: Path) -> dict[str, Any]:
     try:
-        meta = json.loads((folder / METADATA).read_text(encoding="utf-8"), object_pairs_hook=_no_duplicates)
+        meta = json.loads((folder / METADATA).read_text(encoding="utf-8"), object_pairs_hook=no_duplicate_keys)
     except (OSError, ValueError, RecursionError) as exc:
         raise Damaged(f"{folder / METADATA}: unreadable ({exc})") from None
     if not isinstance(meta, dict):

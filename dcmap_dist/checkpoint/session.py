@@ -31,7 +31,7 @@ from typing import Any
 from ..cost.base import CostModel
 from ..cost.dcmap import DcmapCost
 from ..cost.user import model_params
-from ..io.outputs import OutputError, check_not_package
+from ..io.outputs import OutputError, check_not_package, unwritable
 from ..model.network import Network, NetworkError, network_from_dict
 from ..search.audit import Audit, AuditError
 from ..search.linking import MissingRecord, trail_path
@@ -79,13 +79,9 @@ def check_checkpoint_path(path: Path, output: Path | None = None) -> None:
     target = Path(os.path.realpath(path))
     if target.exists() and not target.is_dir():
         raise CheckpointError(f"--checkpoint {path}: it is a file, not a folder")
-    folder = target
-    while not folder.exists():
-        folder = folder.parent
-    if not folder.is_dir():
-        raise CheckpointError(f"--checkpoint {path}: {folder} is a file, not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise CheckpointError(f"--checkpoint {path}: no permission to write in {folder}")
+    problem = unwritable(target)
+    if problem:
+        raise CheckpointError(f"--checkpoint {path}: {problem}")
     try:
         check_not_package(target, f"--checkpoint {path}")
     except OutputError as exc:

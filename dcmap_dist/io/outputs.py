@@ -56,13 +56,21 @@ def check_output(path: Path, inputs: Iterable[Path] = ()) -> None:
         raise OutputError(f"cannot write {path}: it is a symbolic link to {os.readlink(path)}; give the file's own "
                           "path, or remove the link")
     check_not_package(path, f"cannot write {path}")
-    folder = target.parent
+    problem = unwritable(target.parent)
+    if problem:
+        raise OutputError(f"cannot write {path}: {problem}")
+
+
+def unwritable(folder: Path) -> str | None:
+    """Why nothing can be made in ``folder`` (which need not exist yet): the nearest
+    existing folder at or above it is not a directory, or not writable; None if it can."""
     while not folder.exists():
         folder = folder.parent
     if not folder.is_dir():
-        raise OutputError(f"cannot write {path}: {folder} is not a directory")
+        return f"{folder} is not a directory"
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise OutputError(f"cannot write {path}: no permission to write in {folder}")
+        return f"no permission to write in {folder}"
+    return None
 
 
 def _link_to_file(path: Path) -> bool:

@@ -368,7 +368,9 @@ def read_text(path: Path, encodings: tuple[str, ...] = ("utf-8",)) -> str:
     raise NetworkError(f"cannot read {path}: it is not {' or '.join(encodings)} text ({problem})")
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' ``object_pairs_hook`` that refuses an object with a key twice
+    (JSON allows it, and the last one would silently win)."""
     found: dict[str, Any] = {}
     for key, value in pairs:
         if key in found:
@@ -382,7 +384,7 @@ def read_json(path: Path) -> dict[str, Any]:
     object with a key twice, or nesting deeper than Python's parser goes, is refused."""
     text = read_text(path)
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        return json.loads(text, object_pairs_hook=no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise NetworkError(f"{path} is not valid JSON: {exc}") from None
     except NetworkError as exc:

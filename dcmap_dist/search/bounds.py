@@ -64,7 +64,7 @@ class LowerBound:
         # (frontier cluster-layer, the unplaced nodes of the next layer to build) -> what
         # that layer's cluster-layers pay for holding its parents there apart or together
         self._groupings = _grouping_bounds(model, graph, topo, parents_of)
-        # (layer, assigned, cls) -> the bound: most children repeat one (99% on water)
+        # (layer, assigned, cls) -> the bound: most children repeat one
         self._known: dict[tuple, float] = {}
 
     def lookup(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:

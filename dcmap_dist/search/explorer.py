@@ -185,11 +185,11 @@ class Explorer:
     def collector_paused(self) -> Iterator[None]:
         """Every object alive on entry (the open branches, the link table, the memos: all
         acyclic) is moved to the garbage collector's permanent generation, so its full
-        collections scan only what is made inside (they took about 10% of the time on
-        insurance otherwise, scanning the whole search's state each time). With a model
-        that leaves no reference cycles (:func:`~dcmap_dist.cost.dcmap.leaves_no_cycles`; the expansion
-        itself makes none) the collector is also paused inside and what was made there
-        is frozen on exit: there is nothing for it to find. Nested uses pause once."""
+        collections scan only what is made inside (otherwise each would scan the whole
+        search's state again). With a model that leaves no reference cycles
+        (:func:`~dcmap_dist.cost.dcmap.leaves_no_cycles`; the expansion itself makes none)
+        the collector is also paused inside and what was made there is frozen on exit:
+        there is nothing for it to find. Nested uses pause once."""
         gc.freeze()
         pause = self.acyclic and gc.isenabled()
         if pause:

@@ -6,8 +6,7 @@
 (54.0..., 3, True)
 """
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .compiled import check_fresh
 
 check_fresh()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from ._version import __version__
 from .compiled import describe
 from .cost.base import CostError, evaluate_mapping
 from .cost.dcmap import ELIMINATION_ORDERS, DcmapCost

@@ -19,7 +19,7 @@ from typing import Any
 import networkx
 import numpy
 
-from . import __version__
+from ._version import __version__
 from .anytime import Anytime
 from .cost.base import CostModel
 from .cost.user import load_cost, model_params

@@ -22,7 +22,7 @@ from ..search.limits import Limits, Stopwatch
 from ..search.linking import LinkShard
 from ..search.outcome import OnImprovement, Saver, SearchOutcome, announce, outcome
 from ..search.problem import Problem
-from ..search.state import Resumption, SearchState, counters, write_size
+from ..search.state import Resumption, counters, write_size
 
 STEP_SECONDS = 0.25  # how often the serial loop pauses to report progress
 SCAN_SHARE = 100  # a progress report rescans the open branches after this many times the last scan's time
@@ -53,14 +53,11 @@ def dcmap_search(
         first = resume.first
         state = resume.state
         explorer.shard = LinkShard(owner=resume.next_owner)
-        explorer.shard.entries, explorer.shard.histories = state.entries, state.histories
-        explorer.dominated = state.dominated
         explorer.iterations = resume.iterations
         explorer.time_offset = resume.elapsed
         explorer.g_min = resume.g_min
         explorer.improvements = list(resume.trace)
-        explorer.adopt(state.branches)
-        explorer.receive(state.arrivals)
+        explorer.load(state)
         owner = resume.next_owner + 1
     heard = len(explorer.improvements) if resume else 0
     open_bound = OpenBound(explorer)
@@ -70,9 +67,7 @@ def dcmap_search(
         heard = announce(problem, explorer.improvements, heard, on_improvement, explorer.shard.lookup)
 
     def save() -> None:
-        state = SearchState(explorer.open_branches(), [], explorer.shard.entries, explorer.shard.histories,
-                            explorer.dominated)
-        saver.save([state], counters(explorer.iterations, explorer.seconds(), explorer.g_min,
+        saver.save([explorer.export()], counters(explorer.iterations, explorer.seconds(), explorer.g_min,
                                      explorer.improvements, first, owner))
 
     try:

@@ -32,6 +32,7 @@ from ..cost.dcmap import leaves_no_cycles
 from .limits import SearchInterrupted, Stopwatch
 from .linking import CHEAPER, NEW, Improvement, LinkShard, route
 from .problem import Branch, Problem, within
+from .state import SearchState
 
 ESTIMATE = attrgetter("estimate")  # a branch's g_hat
 SENT_MEMORY = 1 << 18  # foreign keys whose best sent cost is remembered (a filter only)
@@ -317,6 +318,22 @@ class Explorer:
     def open_branches(self) -> list[Branch]:
         """Every open branch held here (the active one first), without removing them."""
         return ([self.active] if self.active is not None else []) + self.queue.branches()
+
+    def load(self, state: SearchState) -> None:
+        """Take over ``state`` (a resumed search's, or this explorer's share of it): its
+        link records into this explorer's shard (if it has one), its dominated records,
+        its open branches, then its completions in flight, settled against those records."""
+        if self.shard is not None:
+            self.shard.entries, self.shard.histories = state.entries, state.histories
+        self.dominated = state.dominated
+        self.adopt(state.branches)
+        self.receive(state.arrivals)
+
+    def export(self) -> SearchState:
+        """This explorer's share of the search as plain data (what :meth:`load` takes)."""
+        shard = self.shard
+        return SearchState(self.open_branches(), [], shard.entries if shard is not None else {},
+                           shard.histories if shard is not None else {}, self.dominated)
 
     def state(self) -> dict[str, Any]:
         """Everything needed to continue this explorer's share exactly (plain data;

@@ -112,12 +112,10 @@ class Coordinator:
         the owner of its last link's key (where its dominance is decided), arrivals to
         be settled in their first step. With the table on the coordinator, it keeps the
         table and deals the branches out."""
-        self._deliver(state.arrivals)
         if not self.sharded:
-            self.table.shard.entries, self.table.shard.histories = state.entries, state.histories
-            self.table.dominated = state.dominated
-            self.table.adopt(state.branches)
+            self.table.load(state)  # the records first, then the arrivals settled against them
             return
+        self._deliver(state.arrivals)
         parts = [SearchState(dominated=state.dominated) for _ in range(self.size)]
         holder = {}
         for key, entry in state.entries.items():

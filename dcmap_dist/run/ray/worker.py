@@ -163,11 +163,7 @@ class Worker:
 
     def take_part(self, part: SearchState) -> None:
         """Take this worker's part of a resumed search (after :meth:`load`)."""
-        explorer = self.explorer
-        if explorer.shard is not None:
-            explorer.shard.entries, explorer.shard.histories = part.entries, part.histories
-        explorer.dominated = part.dominated
-        explorer.adopt(part.branches)
+        self.explorer.load(part)
 
     def lookup(self, records: set[int]) -> dict[int, list]:
         """The histories of those of ``records`` this worker's shard holds; the coordinator

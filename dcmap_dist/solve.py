@@ -22,7 +22,7 @@ import numpy
 from ._version import __version__
 from .anytime import Anytime
 from .cost.base import CostModel
-from .cost.user import load_cost, model_params
+from .cost.user import load_cost, model_description
 from .io.load import load_network
 from .io.outputs import json_cost
 from .model.mappings import check_scheme, given_nodes, mapping_names
@@ -189,15 +189,15 @@ def solve(
     check_scheme(scheme)
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
-    if resume is not None and checkpoint is None:
-        checkpoint = resume.directory if hasattr(resume, "directory") else resume
+    resumed_from = None if resume is None else getattr(resume, "directory", resume)  # a Resume, or its folder
+    if checkpoint is None:
+        checkpoint = resumed_from
     folder = None
     if checkpoint is not None:
         if method != "dcmap":
             raise ValueError(f"checkpoints are written by the dcmap method only, not {method}")
         from .checkpoint.session import CheckpointFolder  # imports pyarrow
 
-        resumed_from = None if resume is None else getattr(resume, "directory", resume)
         continuing = resumed_from is not None and os.path.realpath(resumed_from) == os.path.realpath(checkpoint)
         folder = CheckpointFolder(Path(checkpoint), continuing=continuing, fresh=fresh_checkpoint)
     try:
@@ -460,7 +460,7 @@ def _combine(network, model, settings, problems, outcomes, anytime: Anytime, sta
     return SolveResult(
         network=network.name,
         network_hash=network.content_hash(),
-        cost_model={"name": getattr(model, "name", "user"), **model_params(model)},
+        cost_model=model_description(model),
         optimal_cost=optimal,
         proven_optimal=all(o.proven for o in outcomes),
         lower_bound=lower,

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..cost.base import CostModel
 from ..cost.dcmap import DcmapCost
-from ..cost.user import model_params
+from ..cost.user import model_description
 from ..io.outputs import OutputError, check_not_package, unwritable
 from ..model.network import Network, NetworkError, network_from_dict
 from ..search.audit import Audit, AuditError
@@ -156,7 +156,7 @@ class Checkpointer:
         self.every = every
         self.identity = {
             "network_hash": network.content_hash(), "network": network.to_dict(),
-            "cost_model": {"name": getattr(model, "name", "user"), **model_params(model)},
+            "cost_model": model_description(model),
             "cost_spec": cost_spec(model), **settings,
         }
         self.kind = settings["link_key"]
@@ -244,8 +244,7 @@ class Resume:
 
     def check(self, network: Network, model: CostModel, settings: dict[str, Any]) -> None:
         """Refuse, naming what differs, to resume a checkpoint of another search."""
-        mine = {"network_hash": network.content_hash(),
-                "cost_model": {"name": getattr(model, "name", "user"), **model_params(model)}, **settings}
+        mine = {"network_hash": network.content_hash(), "cost_model": model_description(model), **settings}
         for name in IDENTITY:
             if self.metadata.get(name) != mine.get(name):
                 raise CheckpointError(

@@ -167,10 +167,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def model_params(model: CostModel) -> dict[str, Any]:
-    """A model's parameters for the result file (``{}`` if it has no ``params``)."""
+def model_description(model: CostModel) -> dict[str, Any]:
+    """What a result file and a checkpoint say of a model: its name and its parameters
+    (none if it has no ``params``)."""
     params = getattr(model, "params", None)
-    return dict(params()) if callable(params) else {}
+    return {"name": getattr(model, "name", "user"), **(dict(params()) if callable(params) else {})}
 
 
 def load_cost(spec: str | CostModel | Callable, order: str = "cpt", addition: float = 0.6) -> CostModel:

@@ -479,7 +479,7 @@ _FINISHED = {
 def check_metadata(meta: dict[str, Any], path: Path) -> None:
     """Every field a resume reads has the type and range it must have (Damaged naming
     the field otherwise); cross-checks that need the network and the cost model are
-    :meth:`checkpointing.Resume.verify`'s."""
+    :meth:`session.Resume.verify`'s."""
     def check(where: str, data: dict[str, Any], rules: dict) -> None:
         for name, (ok, what) in rules.items():
             if name not in data:

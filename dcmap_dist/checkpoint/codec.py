@@ -8,7 +8,7 @@
   A message of any other type (a user's class) has no plain encoding:
   :func:`encode_message` returns None and the checkpoint stores a pickle instead,
   which is read back only when the user says they trust the folder.
-* **Link keys** (:meth:`engine.Problem.link_key`) as nested Arrow columns of masks,
+* **Link keys** (:meth:`~dcmap_dist.search.problem.Problem.link_key`) as nested Arrow columns of masks,
   integers and message ids (:data:`KEY_FIELDS`), both the ``lean`` and the ``full`` key.
 
 Decoding checks the shape of what it reads and raises ValueError naming what is wrong.

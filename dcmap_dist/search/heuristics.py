@@ -139,7 +139,6 @@ def greedy_dive(problem: Problem, watch: Stopwatch | None = None, breadth: int =
         return problem.singletons()
 
 
-
 def incumbent(problem: Problem, watch: Stopwatch) -> Branch:
     """The search's first complete mapping: the cheaper of the greedy dive and all
     singletons (both feasible, so their cost may prune)."""

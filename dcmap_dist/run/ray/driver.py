@@ -207,7 +207,7 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
                        on_improvement: Callable | None = None, on_progress: Callable | None = None,
                        saver: Saver | None = None, resume: Resumption | None = None) -> SearchOutcome:
     """Run DCMAP on one connected problem with ``workers`` Ray workers (Ray must be
-    connected, see :func:`connect`); the same outcome as :func:`search.dcmap_search`,
+    connected, see :func:`connect`); the same outcome as :func:`run.serial.dcmap_search`,
     with the same checkpoints (``saver``) and resumption (``resume``)."""
     spec = SearchSpec(problem.network, problem.graph, problem.model, problem.scheme, problem.key,
                       problem.use_bound)

@@ -44,6 +44,14 @@ def wait_for_improvement(process: subprocess.Popen) -> list[str]:
     return seen
 
 
+def assert_resumes_to_the_optimum(folder: Path, output: Path) -> None:
+    """``dcmap resume folder`` runs to the end and proves seagrass two slices' optimum."""
+    done = dcmap("resume", str(folder), "-q", "--max-solutions", "0", "-o", str(output))
+    assert done.returncode == 0, done.stderr[-3000:]
+    again = json.loads(output.read_text())
+    assert (round(again["optimal_cost"], 6), again["solution_count"]) == OPTIMUM
+
+
 def descendants(pid: int) -> dict[int, str]:
     """The processes below ``pid``: pid -> command line."""
     parents, lines = {}, {}
@@ -116,10 +124,7 @@ def test_sigterm_to_the_process_group_writes_the_checkpoint_and_the_result(tmp_p
     assert process.returncode == 4, err[-3000:]
     data = json.loads(output.read_text())
     assert data["stop_reason"] == "interrupted" and data["solutions"] and generations(folder)
-    done = dcmap("resume", str(folder), "-q", "--max-solutions", "0", "-o", str(tmp_path / "again.json"))
-    assert done.returncode == 0, done.stderr[-3000:]
-    again = json.loads((tmp_path / "again.json").read_text())
-    assert (round(again["optimal_cost"], 6), again["solution_count"]) == OPTIMUM
+    assert_resumes_to_the_optimum(folder, tmp_path / "again.json")
 
 
 @pytest.mark.slow
@@ -143,10 +148,7 @@ def test_a_lost_ray_leaves_the_best_so_far_and_names_the_folder(tmp_path):
     assert "Ray was lost during the search" in err and f"dcmap resume {folder}" in err
     data = json.loads(output.read_text())
     assert data["stop_reason"] == "ray_lost" and not data["proven_optimal"] and data["solutions"]
-    done = dcmap("resume", str(folder), "-q", "--max-solutions", "0", "-o", str(tmp_path / "again.json"))
-    assert done.returncode == 0, done.stderr[-3000:]
-    again = json.loads((tmp_path / "again.json").read_text())
-    assert (round(again["optimal_cost"], 6), again["solution_count"]) == OPTIMUM
+    assert_resumes_to_the_optimum(folder, tmp_path / "again.json")
 
 
 @pytest.mark.slow

@@ -173,6 +173,33 @@ def test_distributed_run_killed_then_resumed_serially(tmp_path, seagrass_referen
     assert result_summary(output) == reference
 
 
+def generation_with_arrivals(process: subprocess.Popen, folder: Path, copy: Path) -> bool:
+    """Watch a running search's checkpoint ``folder``; the first generation that holds
+    completions in flight is copied to ``copy`` (a checkpoint folder of its own). The
+    writer is paused (SIGSTOP) while a generation is read, so it is never replaced
+    under the reader. False if the run ended first."""
+    import pyarrow as pa
+
+    seen: set[str] = set()
+    while process.poll() is None:
+        process.send_signal(signal.SIGSTOP)
+        try:
+            for generation in generations(folder):
+                if generation.name in seen:
+                    continue
+                seen.add(generation.name)
+                with pa.memory_map(str(generation / "branches.arrow")) as source:
+                    if any(pa.ipc.open_file(source).read_all().column("arrival").to_pylist()):
+                        copy.mkdir()
+                        shutil.copytree(generation, copy / generation.name)
+                        (copy / POINTER).write_text(generation.name + "\n")
+                        return True
+        finally:
+            process.send_signal(signal.SIGCONT)
+        time.sleep(0.02)
+    return False
+
+
 @pytest.mark.slow
 def test_completions_in_flight_resume_onto_the_coordinators_table(tmp_path, seagrass_reference):
     """A checkpoint of a sharded search can hold completions in flight (sent to their key's
@@ -180,28 +207,23 @@ def test_completions_in_flight_resume_onto_the_coordinators_table(tmp_path, seag
     settled against the checkpoint's link records (``Explorer.load``); before, they were
     settled into an empty table whose records the checkpoint's then replaced. This run
     also passed with that order: the path was untested, not shown wrong."""
-    import pyarrow as pa
-
-    reference, seconds = seagrass_reference
-    for attempt in range(10):  # a run killed at a random moment, until its checkpoint holds some
-        folder = tmp_path / f"ck{attempt}"
+    reference, _ = seagrass_reference
+    found = tmp_path / "found"
+    for attempt in range(5):  # every generation of a run is looked at, until one holds some
         process = subprocess.Popen(
             [sys.executable, "-m", "dcmap_dist", "solve", *SEAGRASS, "--workers", "2", "--checkpoint-every", "0.05",
-             "--checkpoint", str(folder), "-q"],
+             "--checkpoint", str(tmp_path / f"ck{attempt}"), "-q"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 120
-        while not (folder / POINTER).exists() and time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.05)
-        time.sleep(random.Random(attempt).uniform(0.1, 0.5) * seconds)
-        process.kill()
-        process.wait(timeout=60)
-        with pa.memory_map(str(generations(folder)[0] / "branches.arrow")) as source:
-            if any(pa.ipc.open_file(source).read_all().column("arrival").to_pylist()):
+        try:
+            if generation_with_arrivals(process, tmp_path / f"ck{attempt}", found):
                 break
+        finally:
+            process.kill()
+            process.wait(timeout=60)
     else:
-        pytest.fail("no killed run left completions in flight: the case is not tested")
+        pytest.fail("no generation of five runs held completions in flight: the case is not tested")
     output = tmp_path / "result.json"
-    done = dcmap("resume", str(folder), "-q", "--max-solutions", "0", "-o", str(output), "--workers", "2",
+    done = dcmap("resume", str(found), "-q", "--max-solutions", "0", "-o", str(output), "--workers", "2",
                  "--link-table", "coordinator")
     assert done.returncode == 0, done.stderr
     assert result_summary(output) == reference

@@ -443,12 +443,12 @@ def test_help_lists_the_bundled_examples_and_the_exit_codes(capsys):
 
 
 def test_an_internal_error_is_one_line_asking_for_a_report(capsys, monkeypatch):
-    import dcmap_dist.cli as cli
+    from dcmap_dist.cli import search_commands
 
     def broken(*args, **kwargs):
         raise RuntimeError("the engine broke")
 
-    monkeypatch.setattr(cli, "solve", broken)
+    monkeypatch.setattr(search_commands, "solve", broken)
     monkeypatch.delenv("DCMAP_DEBUG", raising=False)
     code, out, err = run(capsys, "solve", "paper-example", "-q")
     assert code == 1 and not out
@@ -477,14 +477,14 @@ def test_a_failing_user_cost_is_an_input_error_naming_the_model(capsys, tmp_path
 
 
 def test_the_progress_line_is_cleared_when_the_search_fails(capsys, monkeypatch):
-    import dcmap_dist.cli as cli
+    from dcmap_dist.cli import search_commands
     from dcmap_dist.cost.base import CostError
 
     def failing(*args, on_progress, **kwargs):
         on_progress({"iterations": 5, "best": 60.0, "open": 3, "rate": 10.0, "elapsed": 0.5, "memory_mb": 50})
         raise CostError("cost model m: evaluate failed")
 
-    monkeypatch.setattr(cli, "solve", failing)
+    monkeypatch.setattr(search_commands, "solve", failing)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     code, _, err = run(capsys, "solve", "paper-example")
     assert code == 2
@@ -555,7 +555,7 @@ def test_solve_refuses_a_network_too_large_to_set_up_unless_forced(capsys, monke
                      r"use fewer slices, or give --force\n$", err)
     code, _, err = run(capsys, "solve", "seagrass-2tbn", "--slices", "10000000", "--force")
     assert code == 2 and "gives 250,000,000 nodes" in err and "more than the 1,000,000 nodes allowed\n" in err
-    monkeypatch.setattr("dcmap_dist.cli.MAX_SOLVE_NODES", 6)
+    monkeypatch.setattr("dcmap_dist.cli.search_commands.MAX_SOLVE_NODES", 6)
     code, _, err = run(capsys, "solve", "paper-example")
     assert code == 2 and "'paper-example' has 7 nodes, more than the 6 allowed by dcmap solve" in err
     assert err.endswith("; give --force\n")

@@ -143,12 +143,12 @@ def test_write_atomic_failures_are_output_errors_and_leave_nothing(tmp_path, mon
 
 
 def test_solve_checks_its_output_before_solving(capsys, tmp_path, monkeypatch):
-    import dcmap_dist.cli as cli
+    from dcmap_dist.cli import search_commands
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("the search ran although its output cannot be written")
 
-    monkeypatch.setattr(cli, "solve", must_not_run)
+    monkeypatch.setattr(search_commands, "solve", must_not_run)
     (tmp_path / "out").mkdir()
     code, out, err = run(capsys, "solve", "paper-example", "-o", tmp_path / "out")
     assert code == 2 and not out and err.startswith("dcmap: error: cannot write") and "is a directory" in err
@@ -166,12 +166,12 @@ def test_template_checks_its_output_before_reading(capsys, tmp_path):
 
 
 def test_a_result_that_cannot_be_written_goes_to_stdout(capsys, tmp_path, monkeypatch):
-    import dcmap_dist.cli as cli
+    from dcmap_dist.cli import search_commands
 
     def full_disk(path, text):
         raise OutputError(f"cannot write {path}: No space left on device")
 
-    monkeypatch.setattr(cli, "write_atomic", full_disk)
+    monkeypatch.setattr(search_commands, "write_atomic", full_disk)
     code, out, err = run(capsys, "solve", "paper-example", "-q", "-o", tmp_path / "result.json")
     assert code == 2
     assert json.loads(out)["optimal_cost"] == pytest.approx(54.0)

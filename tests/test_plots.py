@@ -290,7 +290,7 @@ def test_cluster_bands_run_clear_of_other_nodes(name, slices, order):
 
 
 def test_the_legend_gives_each_cluster_its_cost(tmp_path, capsys):
-    from dcmap_dist.cli import _cluster_costs
+    from dcmap_dist.cli.picture_commands import _cluster_costs
 
     network = load_network("paper-example")
     costs, note = _cluster_costs(network, OPTIMAL[1], {"name": "dcmap", "order": "cpt", "addition": 0.6})

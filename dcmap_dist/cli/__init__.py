@@ -1,0 +1,57 @@
+"""The ``dcmap`` command line: ``info``, ``cost``, ``solve``, ``resume``, ``template``,
+and the pictures ``plot`` and ``draw``.
+
+``main`` parses the arguments (``parser``) and runs the command they name, turning its
+errors into exit codes and one-line messages. The commands live in ``network_commands``
+(info, cost, template), ``search_commands`` (solve, resume; with the ``progress``
+display) and ``picture_commands`` (plot, draw)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+from ..cost.base import CostError
+from ..model.network import NetworkError
+from .parser import build_parser
+from .progress import Progress
+
+__all__ = ["main", "Progress"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``dcmap`` console script; returns the exit code: 0 done (a
+    solve proven optimal), 1 internal error, 2 bad input or usage, 3 a solve stopped by
+    a limit (its best result written), 4 interrupted by a signal, 5 its Ray was lost (the
+    best result written either way). See the README's Troubleshooting."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # --help, --version, or a usage error already printed
+        return int(stop.code or 0)
+    args.command = ["dcmap", *(sys.argv[1:] if argv is None else argv)]
+    if os.getcwd() not in sys.path:  # --cost module:name finds modules where the user is
+        sys.path.append(os.getcwd())
+    try:
+        return args.run(args)
+    except (NetworkError, CostError, ValueError, TimeoutError) as exc:
+        _traceback_if_debugging()
+        print(f"dcmap: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dcmap: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader closed the pipe (e.g. `| head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # a bug: one line, the traceback on request
+        _traceback_if_debugging()
+        print(f"dcmap: internal error: {type(exc).__name__}: {exc} (please report this bug, with the "
+              "command and its input; DCMAP_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 1
+
+
+def _traceback_if_debugging() -> None:
+    """Print the traceback of the exception being handled when DCMAP_DEBUG is set."""
+    if os.environ.get("DCMAP_DEBUG"):
+        traceback.print_exc()

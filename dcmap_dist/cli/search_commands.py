@@ -1,0 +1,174 @@
+"""The commands that search: ``solve`` and ``resume``. A search runs with the run
+options, stops cleanly on SIGINT or SIGTERM, keeps standard output for the result, and
+ends with the result file and a summary."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..io.dynamic import MAX_UNROLLED_NODES
+from ..io.outputs import OutputError, check_output, write_atomic
+from ..model.network import Network, TooLarge
+from ..search.limits import INTERRUPT, memory_mb
+from ..solve import SolveResult, solve
+from .network_commands import load_from_options
+from .progress import Progress
+
+# dcmap solve refuses larger networks unless --force: setting one up (before the search,
+# outside --time-limit) takes minutes beyond it (docs/inputs.md)
+MAX_SOLVE_NODES = 10_000
+
+
+def run_solve(args: argparse.Namespace) -> int:
+    if args.output and args.output != "-":
+        check_output(Path(args.output), [Path(args.network)])
+    if args.checkpoint:
+        from ..checkpoint.session import check_checkpoint_path  # imports pyarrow
+
+        check_checkpoint_path(Path(args.checkpoint), args.output and Path(args.output))
+    try:
+        network = load_from_options(args, MAX_UNROLLED_NODES if args.force else MAX_SOLVE_NODES)
+    except TooLarge as exc:
+        if args.force:
+            raise
+        fewer = "use fewer slices, or " if args.slices else ""
+        raise TooLarge(f"{exc} by dcmap solve: setting up a larger network takes minutes, which --time-limit "
+                       f"does not cover; {fewer}give --force") from None
+    return _search(args, network, dict(
+        cost=args.cost, scheme=args.scheme, method=args.method, alpha=args.alpha, seed=args.seed,
+        order=args.order, addition=args.addition, key=args.link_key, use_bound=not args.no_bound,
+        checkpoint=args.checkpoint, fresh_checkpoint=args.fresh_checkpoint))
+
+
+def run_resume(args: argparse.Namespace) -> int:
+    from ..checkpoint.session import Resume, check_checkpoint_path  # imports pyarrow
+
+    if args.output and args.output != "-":
+        check_output(Path(args.output), [])
+    check_checkpoint_path(Path(args.checkpoint), args.output and Path(args.output))
+    resumed = Resume(Path(args.checkpoint), args.trust_checkpoint)
+    meta = resumed.metadata
+    if meta["cost_spec"] is None:
+        raise ValueError(f"checkpoint {args.checkpoint} was made with a cost model given as a Python object; "
+                         "resume it from Python: solve(network, cost=..., resume=DIR)")
+    params = meta["cost_model"]
+    return _search(args, None, dict(
+        cost=meta["cost_spec"], scheme=meta["scheme"], alpha=meta["alpha"], seed=meta["seed"],
+        order=params.get("order", "cpt"), addition=params.get("addition", 0.6), key=meta["link_key"],
+        use_bound=meta["use_bound"], resume=resumed))
+
+
+def _search(args: argparse.Namespace, network: Network | None, settings: dict[str, Any]) -> int:
+    """Run a solve with the run options of ``args``; SIGINT and SIGTERM stop it cleanly
+    (a checkpoint and the result with the best so far are written; exit code 4)."""
+    _check_memory_limit(args.memory_limit)
+    progress = Progress(enabled=not args.quiet)
+    INTERRUPT.clear()
+    handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with _stdout_to_stderr():
+            result = solve(
+                network, time_limit=args.time_limit, max_iterations=args.max_iterations,
+                memory_limit_mb=args.memory_limit, max_solutions=args.max_solutions or None,
+                on_improvement=progress.improved, on_progress=progress.update,
+                workers=args.workers, address=args.address, link_table=args.link_table,
+                snapshot_every=args.snapshot_every, checkpoint_every=args.checkpoint_every, **settings,
+            )
+    finally:
+        progress.close()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    result.command = args.command
+    status = 0 if result.proven_optimal else STOPPED.get(result.stop_reason, 3)
+    if result.stop_reason == "ray_lost":
+        lost = next((c["distributed"]["lost"] for c in result.components if "lost" in c.get("distributed", {})), "")
+        folder = settings.get("checkpoint") or settings.get("resume")
+        folder = getattr(folder, "directory", folder)
+        again = f"go on from its last checkpoint with: dcmap resume {folder}" if folder else \
+            "without --checkpoint it starts again from the beginning"
+        print(f"dcmap: Ray was lost during the search ({lost}); the best mapping found so far is in the result; "
+              f"{again}", file=sys.stderr)
+    if args.output == "-":
+        print(result.to_json())
+        return status
+    if args.output:
+        _write_result(Path(args.output), result.to_json() + "\n")
+    _summary(result, args.output)
+    return status
+
+
+STOPPED = {"interrupted": 4, "ray_lost": 5}  # exit codes of an unproven solve; others (a limit): 3
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """While a search runs, whatever is printed on standard output (Ray, or a user's
+    cost function; also by the processes started meanwhile) goes to standard error:
+    standard output carries only what the user asked for (``--output -`` stays valid
+    JSON)."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no standard output at all
+        yield
+        return
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _check_memory_limit(limit_mb: float | None) -> None:
+    """Refuse a --memory-limit that this process already uses: it would stop the search at once."""
+    used = memory_mb()
+    if limit_mb is not None and used >= limit_mb:
+        raise ValueError(f"--memory-limit {limit_mb:g} MiB is below the {used:.0f} MiB this process already "
+                         "uses before searching")
+
+
+def _interrupt(signum: int, _frame: Any) -> None:
+    """SIGINT or SIGTERM: stop the search cleanly; a second one stops at once."""
+    if INTERRUPT.is_set():
+        raise KeyboardInterrupt
+    INTERRUPT.set()
+    print(f"dcmap: {signal.Signals(signum).name}: stopping; the best so far will be written "
+          "(send it again to stop at once)", file=sys.stderr)
+
+
+def _write_result(path: Path, text: str) -> None:
+    """Write a solve's result; if that fails, print it on stdout so the work is not lost."""
+    try:
+        write_atomic(path, text)
+    except OutputError as exc:
+        sys.stdout.write(text)
+        raise OutputError(f"{exc}; the result is on stdout instead") from None
+
+
+def _summary(result: SolveResult, output: str | None) -> None:
+    bound = f"no mapping costs less than {result.lower_bound:.1f}"
+    if not math.isfinite(result.optimal_cost):  # breadth-first search stopped before a whole mapping
+        print(f"{result.network}: no complete mapping found ({result.stop_reason}); {bound}")
+    else:
+        status = ("proven optimal" if result.proven_optimal else
+                  f"best found, not proven ({result.stop_reason}); {bound} (gap {100 * result.gap:.2f}%)")
+        print(f"{result.network}: cost {result.optimal_cost:.1f}, {status}")
+    listed = "" if result.solutions_complete else f" ({len(result.solutions)} listed)"
+    print(f"{result.solution_count} mapping(s){listed}; {result.iterations} iterations "
+          f"in {result.elapsed_seconds:.2f} s")
+    for solution in result.solutions[:3]:
+        print("  " + " ".join("{" + ", ".join(map(str, c)) + "}" for c in solution.clusters))
+    if result.solution_count > 3:
+        print(f"  ... and {result.solution_count - 3} more")
+    if output:
+        print(f"result written to {output}")

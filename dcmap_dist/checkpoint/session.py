@@ -38,8 +38,9 @@ from ..search.linking import MissingRecord, trail_path
 from ..search.outcome import SearchOutcome
 from ..search.problem import Problem, joins_to_clusters, within
 from ..search.state import Resumption, SearchState, plain_trace, resumption, trace_from_plain, write_size
-from .arrow import (POINTER, CheckpointError, Messages, generations, history_rows, read_checkpoint, state_rows,
-                    write_checkpoint)
+from .arrow import POINTER, CheckpointError, generations
+from .read import read_checkpoint
+from .write import Messages, history_rows, state_rows, write_checkpoint
 
 CHECKPOINT_EVERY = 600.0  # default seconds between checkpoints
 # what must agree between a checkpoint and the search resuming it

@@ -14,7 +14,8 @@ check_fresh()
 from .cost import ChildClusterLayer, CostContext, DcmapCost, evaluate_mapping, load_cost
 from .io.load import load_network
 from .model.network import Network, NetworkError
-from .solve import Solution, SolveResult, solve
+from .result import Solution, SolveResult
+from .solve import solve
 
 __all__ = [
     "ChildClusterLayer", "CostContext", "DcmapCost", "Network", "NetworkError", "Solution", "SolveResult",

@@ -58,7 +58,8 @@ from dcmap_dist.io.load import load_network  # noqa: E402
 from dcmap_dist.io.outputs import append_csv_row, json_cost, write_atomic  # noqa: E402
 from dcmap_dist.model.topology import eta  # noqa: E402
 from dcmap_dist.search.limits import INTERRUPT, memory_mb  # noqa: E402
-from dcmap_dist.solve import SolveResult, solve  # noqa: E402
+from dcmap_dist.result import SolveResult  # noqa: E402
+from dcmap_dist.solve import solve  # noqa: E402
 from dcmap_dist.study.replication import best_replication  # noqa: E402
 from dcmap_dist.study.templates import STUDY_TEMPLATES, random_template, study_template  # noqa: E402
 

@@ -17,8 +17,9 @@ from typing import Any
 from ..io.dynamic import MAX_UNROLLED_NODES
 from ..io.outputs import OutputError, check_output, write_atomic
 from ..model.network import Network, TooLarge
+from ..result import SolveResult
 from ..search.limits import INTERRUPT, memory_mb
-from ..solve import SolveResult, solve
+from ..solve import solve
 from .network_commands import load_from_options
 from .progress import Progress
 

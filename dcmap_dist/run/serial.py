@@ -24,7 +24,7 @@ from ..search.outcome import OnImprovement, Saver, SearchOutcome, announce, outc
 from ..search.problem import Problem
 from ..search.state import Resumption, counters, write_size
 
-STEP_SECONDS = 0.25  # how often the serial loop pauses to report progress
+TURN_SECONDS = 0.25  # a turn of the serial loop: how often it pauses to report progress and save
 SCAN_SHARE = 100  # a progress report rescans the open branches after this many times the last scan's time
 
 def dcmap_search(
@@ -74,7 +74,7 @@ def dcmap_search(
         while True:
             if saver is not None:  # the final checkpoint is written inside the time limit
                 watch.reserve = saver.reserve(write_size(explorer.open_count(), len(explorer.shard.entries)))
-            stop = explorer.step(watch, until=time.perf_counter() + STEP_SECONDS)
+            stop = explorer.step(watch, until=time.perf_counter() + TURN_SECONDS)
             report()
             if stop != "budget":
                 break

@@ -3,14 +3,14 @@
 module attaches to Ray, keeps the pool of actors, and runs a search from the driver.
 
 Every worker runs the serial loop (:class:`explorer.Explorer`) on its own open
-branches, in steps of about :data:`coordinator.STEP_SECONDS`. A step takes the batches of
+branches, in steps of about :data:`steps.STEP_SECONDS`. A step takes the batches of
 completions addressed to the worker since its last step, the global ``G_min`` and
 the dominance notices it has not heard; it returns its statistics and its outgoing
 batches (:func:`worker.packed`, one Ray object per destination, passed on by reference so the
 coordinator never unpacks them). Steps are not synchronised in rounds: the
 coordinator waits for whichever step ends first, takes it in, and starts that
 worker's next step at once, so no worker waits for the slowest one. Each worker
-has one step queued behind the one it runs (:data:`coordinator.QUEUED_STEPS`, unless an
+has one step queued behind the one it runs (:data:`steps.QUEUED_STEPS`, unless an
 iteration limit is shared out), so it goes from one step to the next without
 waiting for the coordinator to take the last one in. A worker with
 no open branches and nothing addressed to it rests until something is. Placement

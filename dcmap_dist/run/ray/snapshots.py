@@ -1,0 +1,141 @@
+"""The coordinator's snapshots (see :mod:`dcmap_dist.run.ray.driver` for the design): a
+consistent cut of every worker's state and the batches in flight, taken now and then
+and for each checkpoint, from which a lost worker is recovered by rolling every worker
+back to it. Mixed into :class:`coordinator.Coordinator`, whose
+:meth:`~coordinator.Coordinator.begin` sets the attributes used here."""
+
+from __future__ import annotations
+
+import pickle
+import time
+from typing import Any
+
+import ray
+
+from ...search.explorer import Explorer
+from ...search.linking import LinkShard
+from ...search.problem import Problem
+
+SNAPSHOT_SPACING = 100  # and at least this many times the next snapshot's expected duration (1% of the time)
+SNAPSHOT_ITEM_SECONDS = 3e-5  # expected snapshot seconds per open branch or link record, until measured
+SNAPSHOT_MEASURED_ITEMS = 10_000  # a snapshot this large measures the seconds per item
+
+
+class Snapshots:
+    """The snapshots and recovery of a :class:`coordinator.Coordinator`."""
+
+    size: int
+    settings: dict[str, Any]
+    problem: Problem
+    owners: int
+    workers: list[Any]
+    table: Explorer
+    iterations: int
+    trace: list
+    stats: list[dict[str, Any]]
+    totals: dict[str, Any]
+    stop: str | None
+    running: list[list[list[Any]]]
+    reserved: list[int]
+    inbox: list[list[Any]]
+    hands: list
+    unheard: list[list[int]]
+    next_bound: list[float]
+    snapshot: dict[str, Any] | None
+    last_snapshot: float
+    item_seconds: float
+
+    def cut(self) -> dict[str, Any]:
+        """A fresh consistent cut for a checkpoint: the snapshot's parts (Ray references
+        to each worker's state and to the batches in flight) and the counters."""
+        try:
+            self._take_snapshot()
+        except ray.exceptions.RayActorError:  # a worker died: recover, then cut again
+            self._recover()
+            self._take_snapshot()
+        snap = self.snapshot
+        return {"workers": list(snap["workers"]), "inbox": [ref for refs in snap["inbox"] for ref in refs],
+                "table": snap["table"], "iterations": self.iterations, "elapsed": self.elapsed(),
+                "g_min": self.table.g_min, "trace": list(self.trace), "next_owner": self.owners}
+
+    def _snapshot_due(self) -> bool:
+        """``snapshot_every`` seconds have passed since the last snapshot, and at least
+        :data:`SNAPSHOT_SPACING` times what the next one is expected to take (its seconds
+        per item, measured on the last large one, times the items held now)."""
+        every = self.settings["snapshot_every"]
+        if every is None:
+            return False
+        since = self.elapsed() - self.last_snapshot
+        return since >= every and since >= SNAPSHOT_SPACING * self.item_seconds * self._state_size()
+
+    def _state_size(self) -> int:
+        """Open branches and link records held by the workers and the coordinator."""
+        table = self.table
+        held = table.open_count() + (len(table.shard.entries) if table.shard is not None else 0)
+        return held + sum(s["open"] + s["records"] for s in self.stats)
+
+    def _take_snapshot(self) -> None:
+        """A consistent cut (after the running steps end): every worker's state, the
+        batches in flight, the coordinator's own."""
+        start = time.perf_counter()
+        self._drain()
+        size = self._state_size()
+        calls = [w.state.options(num_returns=2).remote() for w in self.workers]
+        ray.get([flag for flag, _ in calls])  # raises here if a worker died while saving
+        states = [state for _, state in calls]
+        self.snapshot = {
+            "workers": states, "inbox": [list(x) for x in self.inbox], "unheard": [list(x) for x in self.unheard],
+            "table": pickle.dumps(self._table_state(), protocol=5), "iterations": self.iterations,
+            "trace": list(self.trace), "stats": list(self.stats), "totals": dict(self.totals),
+        }
+        took = time.perf_counter() - start
+        self.totals["snapshots"] += 1
+        self.totals["snapshot_seconds"] += took
+        if size >= SNAPSHOT_MEASURED_ITEMS:
+            self.item_seconds = took / size
+        self.last_snapshot = self.elapsed()
+
+    def _table_state(self) -> dict[str, Any]:
+        dealt = [branch for hand in self.hands for branch in hand]  # not yet taken: still the table's
+        state = {"g_min": self.table.g_min, "branches": self.table.open_branches() + dealt,
+                 "dominated": set(self.table.dominated)}
+        state["shard"] = self.table.shard.state() if self.table.shard is not None else None
+        return state
+
+    def _recover(self) -> None:
+        """A worker died: replace every dead worker and roll all of them back to the snapshot."""
+        if self.snapshot is None:
+            raise RuntimeError("a worker died and no snapshot was taken (snapshots are off), so the search "
+                               "cannot go on exactly")
+        alive = []
+        for w in self.workers:
+            try:
+                ray.get(w.pid.remote(), timeout=30)
+                alive.append(w)
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                ray.kill(w, no_restart=True)
+                alive.append(self._spawn())
+        self.workers = alive
+        snap = self.snapshot
+        self._load_workers()
+        ray.get([w.restore.remote(state) for w, state in zip(self.workers, snap["workers"])])
+        table = pickle.loads(snap["table"])
+        self.table = Explorer(self.problem, 0.0, 0, None, notify=True)
+        self.table.g_min = table["g_min"]
+        self.table.dominated = table["dominated"]
+        self.table.adopt(table["branches"])
+        if table["shard"] is not None:
+            self.table.shard = LinkShard.from_state(table["shard"])
+        self.inbox = [list(x) for x in snap["inbox"]]
+        self.hands = [[] for _ in range(self.size)]  # the dealt branches are back in the table
+        self.unheard = [list(x) for x in snap["unheard"]]
+        self.running = [[] for _ in range(self.size)]
+        self.reserved = [0] * self.size
+        self.next_bound = [0.0] * self.size  # every worker's bound with its next step
+        self.iterations = snap["iterations"]
+        self.trace = list(snap["trace"])
+        self.stats = list(snap["stats"])
+        recoveries = self.totals["recoveries"] + 1
+        self.totals = dict(snap["totals"], recoveries=recoveries)
+        if self.stop == "finished":  # a snapshot is never of a finished search: it goes on
+            self.stop = None

@@ -16,6 +16,7 @@ import numpy
 
 from ._version import __version__
 from .io.outputs import json_cost
+from .search.limits import StopReason
 
 
 @dataclass
@@ -50,7 +51,7 @@ class SolveResult:
     first_optimal_seconds: float | None
     elapsed_seconds: float
     trace: list[dict[str, Any]]  # per improvement: iteration, seconds, cost, clusters (the mapping)
-    stop_reason: str
+    stop_reason: StopReason
     alpha: float
     seed: int
     link_key: str

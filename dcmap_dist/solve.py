@@ -23,7 +23,7 @@ from .result import Solution, SolveResult, environment
 from .run.serial import dcmap_search
 from .search.audit import Audit
 from .search.heuristics import bfs_search, brute_force
-from .search.limits import Limits, memory_mb
+from .search.limits import Limits, StopReason, memory_mb
 from .search.linking import trail_count, trail_joins
 from .search.outcome import Saver, SearchOutcome
 from .search.problem import Problem, joins_to_clusters, within
@@ -239,9 +239,9 @@ def _remaining(time_limit, max_iterations, memory_limit_mb, start, used, resumed
     left_time = None if time_limit is None else time_limit - (time.perf_counter() - start)
     left_iterations = None if max_iterations is None else max_iterations - used
     if left_time is not None and left_time <= 0:
-        return "time_limit"
+        return StopReason.TIME_LIMIT
     if left_iterations is not None and left_iterations <= 0:
-        return "max_iterations"
+        return StopReason.MAX_ITERATIONS
     return Limits(left_time, None if left_iterations is None else left_iterations + resumed_at, memory_limit_mb)
 
 
@@ -280,7 +280,7 @@ class _Runner:
         best = min(c for _, c, _ in found)
         improved(best, len(found), 0.0, next(c for c, cost, _ in found if within(cost, best)))
         keep = [(clusters, c, i) for clusters, c, i in found if within(c, best)]
-        return SearchOutcome(best, keep, True, "finished", len(found), lower_bound=best)
+        return SearchOutcome(best, keep, True, StopReason.FINISHED, len(found), lower_bound=best)
 
     def close(self) -> None:
         """Stop the Ray this runner started, if any."""
@@ -372,7 +372,7 @@ def _combine(network, model, settings, problems, outcomes, anytime: Anytime, sta
     first_traced = next((t["iteration"] for t in trace if within(t["cost"], optimal)), None)
     first = min((i for i in [first_traced, *(s.iteration for s in solutions)] if i is not None), default=None)
     first_seconds = next((t["seconds"] for t in trace if within(t["cost"], optimal)), None)
-    stops = [o.stop_reason for o in outcomes if o.stop_reason != "finished"]
+    stops = [o.stop_reason for o in outcomes if o.stop_reason != StopReason.FINISHED]
     return SolveResult(
         network=network.name,
         network_hash=network.content_hash(),
@@ -391,7 +391,7 @@ def _combine(network, model, settings, problems, outcomes, anytime: Anytime, sta
         trace=[{**t, "clusters": given_nodes(network, t["clusters"])} if "clusters" in t else dict(t)
                for t in trace],
         bounds=list(anytime.bounds),
-        stop_reason=stops[0] if stops else "finished",
+        stop_reason=StopReason(stops[0]) if stops else StopReason.FINISHED,
         peak_memory_mb=max((o.peak_memory_mb for o in outcomes), default=0.0),
         components=per_component,
         started_at=datetime.fromtimestamp(time.time() - (time.perf_counter() - start), timezone.utc)

@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..model.network import no_duplicate_keys
+from ..search.limits import StopReason
 from ..search.linking import Entry
 from ..search.problem import Branch
 from ..search.state import SearchState
@@ -244,6 +245,7 @@ _COUNTERS = {
 _FINISHED = {
     "best_cost": (lambda v: _number(v) and v > 0, "a positive cost"),
     "proven": (lambda v: isinstance(v, bool), "true or false"),
+    "stop_reason": (lambda v: v in set(StopReason), "a stop reason (" + ", ".join(StopReason) + ")"),
     "iterations": (lambda v: isinstance(v, int) and v >= 0, "an iteration count"),
     "lower_bound": (_number, "a number"),
     "trails": (lambda v: isinstance(v, list) and bool(v), "a non-empty list"),

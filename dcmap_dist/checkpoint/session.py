@@ -34,6 +34,7 @@ from ..cost.user import model_description
 from ..io.outputs import OutputError, check_not_package, unwritable
 from ..model.network import Network, NetworkError, network_from_dict
 from ..search.audit import Audit, AuditError
+from ..search.limits import StopReason
 from ..search.linking import MissingRecord, trail_path
 from ..search.outcome import SearchOutcome
 from ..search.problem import Problem, joins_to_clusters, within
@@ -327,7 +328,7 @@ class Resume:
         for k, done in enumerate(self.metadata["finished"]):
             trails = [(tuple(trail), cost, iteration) for trail, cost, iteration in done["trails"]]
             outcomes.append(SearchOutcome(
-                done["best_cost"], trails, done["proven"], done["stop_reason"], done["iterations"],
+                done["best_cost"], trails, done["proven"], StopReason(done["stop_reason"]), done["iterations"],
                 trace_from_plain(done["trace"]), done["peak_memory_mb"], done["link_records"],
                 done["lower_bound"], self.generation.state(k).histories))
         return outcomes

@@ -18,7 +18,7 @@ from ..io.dynamic import MAX_UNROLLED_NODES
 from ..io.outputs import OutputError, check_output, write_atomic
 from ..model.network import Network, TooLarge
 from ..result import SolveResult
-from ..search.limits import INTERRUPT, memory_mb
+from ..search.limits import INTERRUPT, StopReason, memory_mb
 from ..solve import solve
 from .network_commands import load_from_options
 from .progress import Progress
@@ -89,7 +89,7 @@ def _search(args: argparse.Namespace, network: Network | None, settings: dict[st
             signal.signal(sig, handler)
     result.command = args.command
     status = 0 if result.proven_optimal else STOPPED.get(result.stop_reason, 3)
-    if result.stop_reason == "ray_lost":
+    if result.stop_reason == StopReason.RAY_LOST:
         lost = next((c["distributed"]["lost"] for c in result.components if "lost" in c.get("distributed", {})), "")
         folder = settings.get("checkpoint") or settings.get("resume")
         folder = getattr(folder, "directory", folder)
@@ -106,7 +106,7 @@ def _search(args: argparse.Namespace, network: Network | None, settings: dict[st
     return status
 
 
-STOPPED = {"interrupted": 4, "ray_lost": 5}  # exit codes of an unproven solve; others (a limit): 3
+STOPPED = {StopReason.INTERRUPTED: 4, StopReason.RAY_LOST: 5}  # exit codes of an unproven solve; others (a limit): 3
 
 
 @contextlib.contextmanager

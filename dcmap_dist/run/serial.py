@@ -18,7 +18,7 @@ from typing import Any
 
 from ..search.explorer import Explorer
 from ..search.heuristics import incumbent
-from ..search.limits import Limits, Stopwatch
+from ..search.limits import Limits, StepEnd, StopReason, Stopwatch
 from ..search.linking import LinkShard
 from ..search.outcome import OnImprovement, Saver, SearchOutcome, announce, outcome
 from ..search.problem import Problem
@@ -76,7 +76,7 @@ def dcmap_search(
                 watch.reserve = saver.reserve(write_size(explorer.open_count(), len(explorer.shard.entries)))
             stop = explorer.step(watch, until=time.perf_counter() + TURN_SECONDS)
             report()
-            if stop != "budget":
+            if stop != StepEnd.BUDGET:
                 break
             if on_progress and watch.progress_due():
                 on_progress(progress(explorer, watch, open_bound()))
@@ -84,14 +84,14 @@ def dcmap_search(
                 save()
     finally:
         gc.unfreeze()  # each step froze what was alive (Explorer.step): give it back to the collector
-    proven = stop == "idle"
+    proven = stop == StepEnd.IDLE
     if saver is not None and not proven:
         save()
     final_bound = explorer.least_bound()  # a scan of every open branch: once
     if on_progress:
         on_progress(progress(explorer, watch, final_bound))
     shard = explorer.shard
-    return outcome(shard.entries.get(explorer.final_key), first, proven, "finished" if proven else stop,
+    return outcome(shard.entries.get(explorer.final_key), first, proven, StopReason.FINISHED if proven else stop,
                    explorer.iterations, explorer.improvements, final_bound, watch.peak_memory_mb,
                    shard.lookup, len(shard.entries))
 

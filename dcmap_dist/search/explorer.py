@@ -29,7 +29,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..cost.dcmap import leaves_no_cycles
-from .limits import SearchInterrupted, Stopwatch
+from .limits import SearchInterrupted, StepEnd, StopReason, Stopwatch
 from .linking import CHEAPER, NEW, Improvement, LinkShard, route
 from .problem import Branch, Problem, within
 from .state import SearchState
@@ -173,7 +173,8 @@ class Explorer:
         return self.time_offset + (self.watch.elapsed() if self.watch else 0.0)
 
     # -- the loop -------------------------------------------------------------
-    def step(self, watch: Stopwatch, until: float | None = None, max_iterations: int | None = None) -> str:
+    def step(self, watch: Stopwatch, until: float | None = None,
+             max_iterations: int | None = None) -> StopReason | StepEnd:
         """Run the loop until the open set is empty (``idle``), the clock passes ``until``
         (``budget``), this explorer's iterations reach ``max_iterations``, or a limit of
         ``watch`` is reached (its name). The garbage collector is handled as
@@ -202,25 +203,25 @@ class Explorer:
                 gc.freeze()
                 gc.enable()
 
-    def _loop(self, watch: Stopwatch, until: float | None, max_iterations: int | None) -> str:
+    def _loop(self, watch: Stopwatch, until: float | None, max_iterations: int | None) -> StopReason | StepEnd:
         problem = self.problem
         queue = self.queue
         rng = self.rng
         while True:
             if max_iterations is not None and self.iterations >= max_iterations:
-                return "max_iterations"
+                return StopReason.MAX_ITERATIONS
             reason = watch.check(self.iterations)
             if reason:
                 return reason
             if until is not None and time.perf_counter() >= until:
-                return "budget"
+                return StepEnd.BUDGET
             branch = self.active
             if branch is not None:
                 self.active = None
             else:
                 branch = queue.pop(rng.random() < self.alpha)
                 if branch is None:
-                    return "idle"
+                    return StepEnd.IDLE
             if branch.link in self.dominated or not within(branch.bound, self.g_min):
                 continue
             self.iterations += 1

@@ -12,7 +12,7 @@ from ..cost.base import evaluate_mapping
 from ..model.mappings import enumerate_mappings
 from ..model.network import Network
 from ..model.topology import eta, scientific
-from .limits import Limits, SearchInterrupted, Stopwatch
+from .limits import Limits, SearchInterrupted, StopReason, Stopwatch
 from .linking import Improvement
 from .outcome import OnImprovement, SearchOutcome, announce
 from .problem import Branch, Problem, within
@@ -36,7 +36,7 @@ def bfs_search(
     best = math.inf
     found: list[tuple[Any, float, int]] = []
     trace: list[Improvement] = []
-    stop_reason = "finished"
+    stop_reason = StopReason.FINISHED
     while queue:
         reason = watch.check(iterations)
         if reason:
@@ -63,7 +63,7 @@ def bfs_search(
         except SearchInterrupted as stop:
             stop_reason = stop.args[0]
             break
-    proven = stop_reason == "finished"
+    proven = stop_reason == StopReason.FINISHED
     lower = best if proven else min([best, *(b.bound for b in queue)])
     return SearchOutcome(best, found, proven, stop_reason, iterations, trace, watch.peak_memory_mb,
                          lower_bound=lower)

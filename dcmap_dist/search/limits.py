@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
+import enum
 import math
 import resource
 import threading
 import time
 from dataclasses import dataclass
 
+
+class StopReason(enum.StrEnum):
+    """Why a search stopped (a result's ``stop_reason``; equal to its value as a string)."""
+
+    FINISHED = "finished"  # the search space is exhausted: the mapping is proven optimal
+    TIME_LIMIT = "time_limit"
+    MAX_ITERATIONS = "max_iterations"
+    MEMORY_LIMIT = "memory_limit"
+    INTERRUPTED = "interrupted"  # a signal (SIGINT, SIGTERM): see INTERRUPT
+    RAY_LOST = "ray_lost"  # the Ray of a distributed search was lost; the best mapping heard of
+
+
+class StepEnd(enum.StrEnum):
+    """Why a step of the loop (:meth:`explorer.Explorer.step`) ended without the search stopping."""
+
+    IDLE = "idle"  # no open branch left in the explorer
+    BUDGET = "budget"  # the step's time was used
+
+
 # Set (by the command line's SIGINT and SIGTERM handlers) to stop every search cleanly:
-# searches stop with stop reason "interrupted", keeping the best mapping found.
+# searches stop with stop reason StopReason.INTERRUPTED, keeping the best mapping found.
 INTERRUPT = threading.Event()
 MEMORY_SECONDS = 0.05  # how often a search reads its memory use (reading /proc is not free)
 
@@ -73,7 +93,7 @@ class Stopwatch:
         """Once per loop turn: the name of the limit reached, if any. Iterations are
         checked every turn, time and memory on the first turn and every ``every``."""
         if self.iterations_exceeded(iterations):
-            return "max_iterations"
+            return StopReason.MAX_ITERATIONS
         return self.resources_exceeded() if self.tick() else None
 
     def progress(self, iterations: int, best: float, open_branches: int) -> dict[str, float]:
@@ -89,16 +109,16 @@ class Stopwatch:
     def resources_exceeded(self) -> str | None:
         """The name of the time or memory limit reached (or ``interrupted``), if any."""
         if INTERRUPT.is_set():
-            return "interrupted"
+            return StopReason.INTERRUPTED
         limits = self.limits
         now = time.perf_counter()
         if now >= self._next_memory:
             self.peak_memory_mb = max(self.peak_memory_mb, memory_mb())
             self._next_memory = now + MEMORY_SECONDS
         if limits.time_limit is not None and now - self.start >= limits.time_limit - self.reserve:
-            return "time_limit"
+            return StopReason.TIME_LIMIT
         if limits.memory_limit_mb is not None and self.peak_memory_mb >= limits.memory_limit_mb:
-            return "memory_limit"
+            return StopReason.MEMORY_LIMIT
         return None
 
     def check_within(self) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .limits import StopReason
 from .linking import Entry, History, Improvement, MissingRecord, gather_histories, trail_path
 from .problem import Branch, Problem, joins_to_clusters, within
 from .state import SearchState
@@ -28,7 +29,7 @@ class SearchOutcome:
     best_cost: float
     trails: list[tuple[Any, float, int]]
     proven: bool
-    stop_reason: str
+    stop_reason: StopReason
     iterations: int
     trace: list[Improvement] = field(default_factory=list)
     peak_memory_mb: float = 0.0
@@ -84,7 +85,7 @@ def improvement_clusters(problem: Problem, trail: tuple | None,
         return None
 
 
-def outcome(final: Entry | None, first: Branch, proven: bool, stop_reason: str, iterations: int,
+def outcome(final: Entry | None, first: Branch, proven: bool, stop_reason: StopReason, iterations: int,
             improvements: list[Improvement], open_bound: float, peak_memory_mb: float,
             fetch: Callable[[set[int]], dict[int, list[History]]], link_records: int,
             statistics: dict[str, Any] | None = None) -> SearchOutcome:

@@ -12,7 +12,7 @@ from typing import Any
 import ray
 
 from ...search.explorer import Explorer
-from ...search.limits import Limits, memory_mb
+from ...search.limits import Limits, StopReason, memory_mb
 from ...search.linking import Improvement, LinkShard, gather_histories, route
 from ...search.problem import Branch
 from ...search.state import Resumption, SearchState
@@ -140,7 +140,7 @@ class Coordinator(WorkerSteps, Snapshots):
         """Seconds of search, those before a resumption included."""
         return self.before + time.perf_counter() - self.clock
 
-    def halt(self, reason: str) -> None:
+    def halt(self, reason: StopReason) -> None:
         """Stop the search (e.g. ``interrupted``) before the next step."""
         self.stop = self.stop or reason
 
@@ -168,11 +168,11 @@ class Coordinator(WorkerSteps, Snapshots):
     def _limit_reached(self) -> str | None:
         limits = self.limits
         if limits.time_limit is not None and time.perf_counter() - self.clock >= limits.time_limit:
-            return "time_limit"
+            return StopReason.TIME_LIMIT
         if limits.max_iterations is not None and self.iterations >= limits.max_iterations:
-            return "max_iterations"
+            return StopReason.MAX_ITERATIONS
         if limits.memory_limit_mb is not None and self._memory() >= limits.memory_limit_mb:
-            return "memory_limit"
+            return StopReason.MEMORY_LIMIT
         return None
 
     def _memory(self) -> float:
@@ -246,7 +246,7 @@ class Coordinator(WorkerSteps, Snapshots):
             "worker_cpu": [s["cpu"] for s in self.stats], "coordinator_cpu": time.process_time() - self.cpu,
             "stop": self.stop, "iterations": self.iterations, "trace": list(self.trace),
             "final": finals[0] if finals else None,
-            "lower_bound": self.table.g_min if self.stop == "finished" else self.exact_least_bound(),
+            "lower_bound": self.table.g_min if self.stop == StopReason.FINISHED else self.exact_least_bound(),
             "memory_mb": self.peak_memory, "coordinator_memory_mb": self.coordinator_memory, "link_records": records,
             "elapsed": self.elapsed(), "worker_busy": busy, "workers": self.size,
             "link_table": self.settings["link_table"], **self.totals,

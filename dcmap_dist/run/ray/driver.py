@@ -58,7 +58,7 @@ import ray.cloudpickle
 
 from ...cost.base import CostModel
 from ...search.heuristics import incumbent
-from ...search.limits import INTERRUPT, Limits, Stopwatch
+from ...search.limits import INTERRUPT, Limits, StopReason, Stopwatch
 from ...search.linking import Improvement, MissingRecord, gather_histories
 from ...search.outcome import Saver, SearchOutcome, announce, outcome
 from ...search.problem import Branch, Problem, within
@@ -235,7 +235,7 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
     try:
         while result is None:
             report, result = _round(problem, handle, first, heard, on_improvement, on_progress, saver, limits)
-        if saver is not None and result["stop"] != "finished":
+        if saver is not None and result["stop"] != StopReason.FINISHED:
             _save(handle, saver, first)
     except ray.exceptions.RayError as exc:
         if isinstance(exc, ray.exceptions.RayTaskError):  # an error of the search itself (a user cost's)
@@ -243,7 +243,7 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
         return _lost(first, heard, report, exc)
     if on_progress:
         on_progress(report)
-    return outcome(result["final"], first, result["stop"] == "finished", result["stop"], result["iterations"],
+    return outcome(result["final"], first, result["stop"] == StopReason.FINISHED, result["stop"], result["iterations"],
                    _improving(result["trace"], first), result["lower_bound"], result["memory_mb"],
                    fetch, result["link_records"],
                    statistics={name: result[name] for name in STATISTICS})
@@ -288,12 +288,12 @@ def _round(problem: Problem, handle: Any, first: Branch, heard: _Heard, on_impro
     if on_progress:
         on_progress(report)
     if INTERRUPT.is_set():
-        ray.get(handle.halt.remote("interrupted"))
+        ray.get(handle.halt.remote(StopReason.INTERRUPTED))
     elif saver is not None and saver.due():
         _save(handle, saver, first)
     elif saver is not None and limits.time_limit is not None and report["elapsed"] >= (
             limits.time_limit - saver.reserve(write_size(report["open"], report["records"]))):
-        ray.get(handle.halt.remote("time_limit"))  # the final checkpoint is written inside the limit
+        ray.get(handle.halt.remote(StopReason.TIME_LIMIT))  # the final checkpoint is written inside the limit
     return report, None
 
 
@@ -309,7 +309,7 @@ def _lost(first: Branch, heard: _Heard, report: dict[str, Any], error: Exception
         (trail, cost), histories = (first.trail, first.cost), {}
     lower = min(report.get("lower_bound", -math.inf), cost)
     reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
-    return SearchOutcome(cost, [(trail, cost, 0)], False, "ray_lost", report.get("iterations", 0),
+    return SearchOutcome(cost, [(trail, cost, 0)], False, StopReason.RAY_LOST, report.get("iterations", 0),
                          peak_memory_mb=report.get("memory_mb", 0.0), lower_bound=lower, histories=histories,
                          statistics={"lost": reason}, incumbent=(first.trail, first.cost))
 

@@ -13,6 +13,7 @@ from typing import Any
 import ray
 
 from ...search.explorer import Explorer
+from ...search.limits import StopReason
 from ...search.linking import LinkShard
 from ...search.problem import Problem
 
@@ -137,5 +138,5 @@ class Snapshots:
         self.stats = list(snap["stats"])
         recoveries = self.totals["recoveries"] + 1
         self.totals = dict(snap["totals"], recoveries=recoveries)
-        if self.stop == "finished":  # a snapshot is never of a finished search: it goes on
+        if self.stop == StopReason.FINISHED:  # a snapshot is never of a finished search: it goes on
             self.stop = None

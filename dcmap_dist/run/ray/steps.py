@@ -13,7 +13,7 @@ from typing import Any
 import ray
 
 from ...search.explorer import Explorer
-from ...search.limits import Limits
+from ...search.limits import Limits, StepEnd, StopReason
 from ...search.problem import Branch, within
 from .worker import unpacked
 
@@ -63,7 +63,7 @@ class WorkerSteps:
                 self._absorb(running[ref])
             self.totals["coordinator_busy"] += time.perf_counter() - busy
         if self.stop is None and self._finished():
-            self.stop = "finished"
+            self.stop = StopReason.FINISHED
 
     def _has_work(self, i: int) -> bool:
         return bool(self.stats[i]["open"] or self.inbox[i] or self.hands[i])
@@ -143,7 +143,7 @@ class WorkerSteps:
                     self.inbox[j].append(refs[1 + j])
                 else:
                     arrivals.append(refs[1 + j])
-        if s["stop"] not in ("idle", "budget", "max_iterations"):
+        if s["stop"] not in (StepEnd.IDLE, StepEnd.BUDGET, StopReason.MAX_ITERATIONS):
             self.stop = s["stop"]
         if arrivals:
             self.table.iteration_offset = self.iterations

@@ -21,6 +21,7 @@ from typing import Any
 from .model.mappings import given_nodes, mapping_names
 from .model.network import Network
 from .search.audit import Audit
+from .search.heuristics import all_singletons
 from .search.problem import Problem, within
 
 BOUND_SPACING = 1.05  # a bound sample is kept when its time is this many times the last one's
@@ -36,7 +37,7 @@ class Anytime:
         self.network = network
         self.start = start
         searched = method == "dcmap"
-        self.costs = [p.singletons().cost if searched else math.nan for p in problems]
+        self.costs = [all_singletons(p).cost if searched else math.nan for p in problems]
         self.clusters: list[list[list[str]] | None] = [
             sorted([x] for x in p.network.nodes) if searched else None for p in problems]
         self.bounds_of = [p.score(p.root()).bound for p in problems]

@@ -22,7 +22,7 @@ from .model.network import Network
 from .result import Solution, SolveResult, environment
 from .run.serial import dcmap_search
 from .search.audit import Audit
-from .search.heuristics import bfs_search, brute_force
+from .search.heuristics import all_singletons, bfs_search, brute_force
 from .search.limits import Limits, StopReason, memory_mb
 from .search.linking import trail_count, trail_joins
 from .search.outcome import Saver, SearchOutcome
@@ -208,7 +208,7 @@ def _solve_in(network, cost, scheme, method, alpha, seed, time_limit, max_iterat
                                 offset + resumed_at - before, resumed_at)
             improved, progressed = anytime.listeners(k, offset, on_improvement, on_progress)
             if isinstance(limits, str):  # the budget is spent: keep the all-singletons mapping
-                fallback = problem.singletons()
+                fallback = all_singletons(problem)
                 outcomes.append(SearchOutcome(fallback.cost, [((None,), fallback.cost, 0)], False, limits, 0,
                                               lower_bound=anytime.bounds_of[k]))
                 anytime.finish(k, offset, fallback.cost, anytime.bounds_of[k])

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..cost.base import evaluate_mapping
 from ..model.mappings import enumerate_mappings
 from ..model.network import Network
-from ..model.topology import eta, scientific
+from ..model.topology import bits, eta, scientific
 from .limits import Limits, SearchInterrupted, StopReason, Stopwatch
 from .linking import Improvement
 from .outcome import OnImprovement, SearchOutcome, announce
@@ -123,6 +123,19 @@ def brute_force(problem: Problem, limits: Limits | None = None,
     return result
 
 
+def all_singletons(problem: Problem) -> Branch:
+    """The complete mapping in which every node is its own cluster (always feasible)."""
+    topo = problem.topo
+    messages: dict[int, Hashable] = {}  # each node's message as a singleton
+    cost = 0.0
+    for l in range(topo.l_max + 1):
+        for i in bits(topo.layer_mask[l]):
+            kids = tuple((1 << c, False, messages[c]) for c in bits(topo.children[i]))
+            c, messages[i] = problem.cluster_layer_cost(1 << i, kids)
+            cost += c
+    return Branch(topo.l_max, -1, (), (), cost)
+
+
 def greedy_dive(problem: Problem, watch: Stopwatch | None = None, breadth: int = 256) -> Branch:
     """A heuristic complete mapping: follow the cheapest child (by ``g_hat``) from the
     root, among the first ``breadth`` combinations of each step (a wide layer can have
@@ -136,10 +149,10 @@ def greedy_dive(problem: Problem, watch: Stopwatch | None = None, breadth: int =
             branch = min(children, key=lambda b: b.estimate)
         return branch
     except SearchInterrupted:
-        return problem.singletons()
+        return all_singletons(problem)
 
 
 def incumbent(problem: Problem, watch: Stopwatch) -> Branch:
     """The search's first complete mapping: the cheaper of the greedy dive and all
     singletons (both feasible, so their cost may prune)."""
-    return min(greedy_dive(problem, watch), problem.singletons(), key=lambda b: b.cost)
+    return min(greedy_dive(problem, watch), all_singletons(problem), key=lambda b: b.cost)

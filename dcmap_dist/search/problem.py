@@ -102,8 +102,7 @@ class Problem:
         # hundreds of times per iteration)
         self.parents_of = Memo(lambda mask: union_of(topo.parents, mask))  # all parents of a set
         self.children_of = Memo(lambda mask: union_of(topo.children, mask))  # all its children
-        self.closures = Memo(self._closures_of)
-        self._singleton_messages: dict[int, Hashable] = {}
+        self.closures = Memo(lambda members: closures_of(topo, members))
         # descendants of the unplaced nodes: the only placed nodes a future contiguity
         # check can reach
         self._reach = Memo(lambda rest: union_of(topo.desc, rest))
@@ -180,17 +179,6 @@ class Problem:
             comps.append((1 << i, True))
             cls.append((1 << i, msg))
         return self.score(self.finish_layer(Branch(0, -1, tuple(comps), tuple(cls), cost)))
-
-    def singletons(self) -> Branch:
-        """The complete mapping in which every node is its own cluster (always feasible)."""
-        cost = 0.0
-        for l in range(self.topo.l_max + 1):
-            for i in bits(self.topo.layer_mask[l]):
-                kids = tuple((1 << c, False, self._singleton_messages[c])
-                             for c in bits(self.topo.children[i]))
-                c, self._singleton_messages[i] = self.cluster_layer_cost(1 << i, kids)
-                cost += c
-        return Branch(self.topo.l_max, -1, (), (), cost)
 
     def next_proposal(self, branch: Branch) -> int:
         """Index of the component to expand next: among the unfixed ones with an
@@ -334,25 +322,18 @@ class Problem:
 
     def link_key(self, branch: Branch) -> tuple:
         """Dominance key of a branch: what any future cost or feasibility check can read,
-        so branches with equal keys have identical futures.
+        so branches with equal keys have identical futures (docs/search.md, "Why equal
+        keys mean equal futures", gives the argument; tests compare both keys with brute
+        force and an independent dynamic programme).
 
-        Of a completed layer, ``full`` is SPEC 5's known-sound key: the open components'
-        membership and the frontier cluster-layers with their messages. ``lean``
-        (default) keeps, per open component, its frontier cluster-layers with their
-        messages and the placed nodes outside it that are both its ancestors and
-        reachable from an unplaced node (a future join through one would break
-        contiguity), plus which pairs of open components can never be merged (a shared
-        layer, an arc between them, or a path from one to the other through outside
-        nodes). The argument is in docs/search.md; tests compare both keys with brute
-        force.
-
-        Inside a layer (``assigned`` not -1) the key is the same over the components and
-        cluster-layers that an unplaced node still reads, headed by
-        ``(layer, assigned)`` and, for ``lean``, two masks over its components: those
-        fixed at this layer, and those that hold a node of this layer (they can never
-        merge with a cluster-layer still to be made in it; the node may be a root, which
-        no frontier cluster-layer shows). docs/search.md, "Linking inside a layer",
-        gives the argument.
+        Of a completed layer, ``full`` is SPEC 5's key: the open components' membership
+        and the frontier cluster-layers with their messages. ``lean`` (default) keeps,
+        per open component, its frontier cluster-layers with their messages and the
+        placed nodes outside it that are both its ancestors and reachable from an
+        unplaced node, plus which pairs of open components can never be merged. Inside a
+        layer the key is the same over what an unplaced node still reads, headed by
+        ``(layer, assigned)`` and, for ``lean``, the masks of the components fixed at
+        this layer and of those that hold a node of it.
         """
         topo = self.topo
         layer = branch.layer
@@ -396,20 +377,20 @@ class Problem:
                     held |= 1 << i
         return (layer, branch.assigned, fixed, held), kept, tuple(blocked)
 
-    def _closures_of(self, members: int) -> tuple[int, int, int, int]:
-        """Ancestors, descendants (outside ``members``), neighbours and layers of a node
-        set (read through the memo :attr:`closures`)."""
-        topo = self.topo
-        ancestors = descendants = touch = layers_used = 0
-        for i in bits(members):
-            ancestors |= topo.anc[i]
-            descendants |= topo.desc[i]
-            touch |= topo.neighbours[i]
-            layers_used |= 1 << topo.layer[i]
-        return ancestors & ~members, descendants & ~members, touch & ~members, layers_used
-
     def is_complete(self, branch: Branch) -> bool:
         return branch.layer_done and branch.layer == self.topo.l_max
+
+
+def closures_of(topo: Topology, members: int) -> tuple[int, int, int, int]:
+    """Ancestors, descendants (outside ``members``), neighbours and layers of a node
+    set (read through the memo :attr:`Problem.closures`)."""
+    ancestors = descendants = touch = layers_used = 0
+    for i in bits(members):
+        ancestors |= topo.anc[i]
+        descendants |= topo.desc[i]
+        touch |= topo.neighbours[i]
+        layers_used |= 1 << topo.layer[i]
+    return ancestors & ~members, descendants & ~members, touch & ~members, layers_used
 
 
 def joins_to_clusters(topo: Topology, joins: tuple[int, ...]) -> tuple[int, ...]:

@@ -16,13 +16,12 @@ from ...search.limits import Limits, StopReason, memory_mb
 from ...search.linking import Improvement, LinkShard, gather_histories, route
 from ...search.problem import Branch
 from ...search.state import Resumption, SearchState
+from .protocol import StepReport
 from .snapshots import SNAPSHOT_ITEM_SECONDS, Snapshots
 from .steps import QUEUED_STEPS, WorkerSteps
 from .worker import SearchSpec, Worker, marshallable, packed, unpacked
 
 LOOKUPS = "lookups"  # a worker's thread for history lookups (improvements' mappings while the search runs)
-# a worker's statistics before its first step
-IDLE_STATS = {"open": 0, "records": 0, "iterations": 0, "least_bound": None, "busy": 0.0, "cpu": 0.0}
 
 
 class Coordinator(WorkerSteps, Snapshots):
@@ -67,7 +66,7 @@ class Coordinator(WorkerSteps, Snapshots):
                        "snapshots": 0, "snapshot_seconds": 0.0, "recoveries": 0}
         self.iterations = resume.iterations if resume else 0
         self.trace: list[Improvement] = list(resume.trace) if resume else []
-        self.stats = [dict(IDLE_STATS) for _ in range(self.size)]  # each worker's last step
+        self.stats = [StepReport.before_first_step() for _ in range(self.size)]  # each worker's last step
         self.stop: str | None = None
         self.histories: dict[int, list] = {}  # every history the final entry reaches, once finished
         self.peak_memory = 0.0  # of the coordinator and the workers together (MiB)
@@ -125,7 +124,7 @@ class Coordinator(WorkerSteps, Snapshots):
             parts[holder.get(branch.link, k % self.size)].branches.append(branch)
         ray.get([w.take_part.remote(part) for w, part in zip(self.workers, parts)])
         for i, part in enumerate(parts):  # so that each worker holding branches gets a step
-            self.stats[i] = dict(IDLE_STATS, open=len(part.branches))
+            self.stats[i] = StepReport.before_first_step(len(part.branches))
 
     def _load_workers(self) -> None:
         shards = self.size if self.sharded else 0
@@ -189,8 +188,8 @@ class Coordinator(WorkerSteps, Snapshots):
     def least_bound(self) -> float:
         """The least bound of every open branch as last reported (progress figures); the
         root's bound for a worker that holds branches and has reported none yet."""
-        bounds = [s["least_bound"] if s["least_bound"] is not None else self.root_bound
-                  for s in self.stats if s["least_bound"] is not None or s["open"]]
+        bounds = [s.least_bound if s.least_bound is not None else self.root_bound
+                  for s in self.stats if s.least_bound is not None or s.open_branches]
         bounds += [b.bound for hand in self.hands for b in hand]
         return min([*bounds, self.table.least_bound(), self.table.g_min])
 
@@ -209,8 +208,8 @@ class Coordinator(WorkerSteps, Snapshots):
         return {
             "done": self.stop is not None, "iterations": self.iterations, "best": self.table.g_min,
             "lower_bound": self.least_bound(),
-            "open": sum(s["open"] for s in self.stats) + sum(map(len, self.hands)) + self.table.open_count(),
-            "records": sum(s.get("records", 0) for s in self.stats)
+            "open": sum(s.open_branches for s in self.stats) + sum(map(len, self.hands)) + self.table.open_count(),
+            "records": sum(s.link_records for s in self.stats)
             + (len(self.table.shard.entries) if self.table.shard is not None else 0),
             "workers": len(self.workers), "elapsed": elapsed,
             "rate": self.iterations / elapsed if elapsed > 0 else 0.0, "memory_mb": self.peak_memory,
@@ -241,9 +240,9 @@ class Coordinator(WorkerSteps, Snapshots):
             finals = [found] if found is not None else []
             records = len(self.table.shard.entries)
         self.histories = gather_histories([(f.record,) for f in finals], self._lookup)
-        busy = [s["busy"] for s in self.stats]
+        busy = [s.busy for s in self.stats]
         return {
-            "worker_cpu": [s["cpu"] for s in self.stats], "coordinator_cpu": time.process_time() - self.cpu,
+            "worker_cpu": [s.cpu for s in self.stats], "coordinator_cpu": time.process_time() - self.cpu,
             "stop": self.stop, "iterations": self.iterations, "trace": list(self.trace),
             "final": finals[0] if finals else None,
             "lower_bound": self.table.g_min if self.stop == StopReason.FINISHED else self.exact_least_bound(),

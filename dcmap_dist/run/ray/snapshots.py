@@ -15,7 +15,6 @@ import ray
 from ...search.explorer import Explorer
 from ...search.limits import StopReason
 from ...search.linking import LinkShard
-from ...search.problem import Problem
 
 SNAPSHOT_SPACING = 100  # and at least this many times the next snapshot's expected duration (1% of the time)
 SNAPSHOT_ITEM_SECONDS = 3e-5  # expected snapshot seconds per open branch or link record, until measured
@@ -24,27 +23,6 @@ SNAPSHOT_MEASURED_ITEMS = 10_000  # a snapshot this large measures the seconds p
 
 class Snapshots:
     """The snapshots and recovery of a :class:`coordinator.Coordinator`."""
-
-    size: int
-    settings: dict[str, Any]
-    problem: Problem
-    owners: int
-    workers: list[Any]
-    table: Explorer
-    iterations: int
-    trace: list
-    stats: list[dict[str, Any]]
-    totals: dict[str, Any]
-    stop: str | None
-    running: list[list[list[Any]]]
-    reserved: list[int]
-    inbox: list[list[Any]]
-    hands: list
-    unheard: list[list[int]]
-    next_bound: list[float]
-    snapshot: dict[str, Any] | None
-    last_snapshot: float
-    item_seconds: float
 
     def cut(self) -> dict[str, Any]:
         """A fresh consistent cut for a checkpoint: the snapshot's parts (Ray references
@@ -73,7 +51,7 @@ class Snapshots:
         """Open branches and link records held by the workers and the coordinator."""
         table = self.table
         held = table.open_count() + (len(table.shard.entries) if table.shard is not None else 0)
-        return held + sum(s["open"] + s["records"] for s in self.stats)
+        return held + sum(s.open_branches + s.link_records for s in self.stats)
 
     def _take_snapshot(self) -> None:
         """A consistent cut (after the running steps end): every worker's state, the

@@ -8,13 +8,12 @@ search is finished. Mixed into :class:`coordinator.Coordinator`, whose
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import ray
 
-from ...search.explorer import Explorer
-from ...search.limits import Limits, StepEnd, StopReason
-from ...search.problem import Branch, within
+from ...search.limits import StepEnd, StopReason
+from ...search.problem import within
+from .protocol import StepOrder
 from .worker import unpacked
 
 STEP_SECONDS = 0.1  # how long a worker runs its loop per step
@@ -23,27 +22,8 @@ BOUND_SECONDS = 5.0  # how often a worker computes its least open bound (it scan
 
 
 class WorkerSteps:
-    """The worker steps of a :class:`coordinator.Coordinator`."""
-
-    size: int
-    sharded: bool
-    limits: Limits
-    clock: float
-    workers: list[Any]
-    table: Explorer
-    iterations: int
-    trace: list
-    stats: list[dict[str, Any]]
-    totals: dict[str, Any]
-    stop: str | None
-    worker_memory: list[float]
-    running: list[list[list[Any]]]
-    depth: int
-    reserved: list[int]
-    inbox: list[list[Any]]
-    hands: list[list[Branch]]
-    unheard: list[list[int]]
-    next_bound: list[float]
+    """The worker steps of a :class:`coordinator.Coordinator` (whose :meth:`begin` sets
+    the attributes read here: workers, running steps, inboxes, hands, notices, stats)."""
 
     def _turn(self) -> None:
         """Start a step on every free worker that has work, then absorb the steps that
@@ -66,7 +46,7 @@ class WorkerSteps:
             self.stop = StopReason.FINISHED
 
     def _has_work(self, i: int) -> bool:
-        return bool(self.stats[i]["open"] or self.inbox[i] or self.hands[i])
+        return bool(self.stats[i].open_branches or self.inbox[i] or self.hands[i])
 
     def _start_ready(self) -> None:
         """Fill each worker's queue of steps (up to ``self.depth``) while it holds open
@@ -91,17 +71,12 @@ class WorkerSteps:
         bound = now >= self.next_bound[i]  # its least bound for progress, now and then
         if bound:
             self.next_bound[i] = now + BOUND_SECONDS
-        control = {
-            "bound": bound,
-            "g_min": self.table.g_min, "notices": self.unheard[i], "branches": self.hands[i],
-            "iterations": self.iterations, "local_iterations": self.stats[i]["iterations"],
-            "elapsed": self.elapsed(), "seconds": STEP_SECONDS,
-            "time_left": time_left, "memory_limit_mb": self.limits.memory_limit_mb,
-            "max_iterations": None if allowance is None else self.stats[i]["iterations"] + allowance,
-            "destinations": destinations,
-        }
+        own = self.stats[i].iterations
+        order = StepOrder(self.table.g_min, self.unheard[i], self.hands[i], self.iterations, own, self.elapsed(),
+                          STEP_SECONDS, time_left, self.limits.memory_limit_mb,
+                          None if allowance is None else own + allowance, destinations, bound)
         self.running[i].append(self.workers[i].step.options(num_returns=1 + destinations).remote(
-            control, *self.inbox[i]))
+            order, *self.inbox[i]))
         self.reserved[i] = allowance or 0
         self.inbox[i], self.hands[i], self.unheard[i] = [], [], []
 
@@ -123,28 +98,28 @@ class WorkerSteps:
         s = ray.get(refs[0])
         self.running[i].pop(0)
         self.reserved[i] = 0
-        if s["least_bound"] is None:  # not asked this step: keep the last one known
-            s["least_bound"] = self.stats[i]["least_bound"]
+        if s.least_bound is None:  # not asked this step: keep the last one known
+            s.least_bound = self.stats[i].least_bound
         self.stats[i] = s
         self.totals["steps"] += 1
-        self.iterations += s["expanded"]
-        self.trace.extend(s["improvements"])
-        self.table.g_min = min(self.table.g_min, s["g_min"])
-        self._notify(s["notices"])
-        self.totals["received"] += s["received"]
-        self.totals["sent"] += sum(s["sent"])
-        self.totals["bytes"] += s["bytes"]
-        self.worker_memory[i] = s["memory_mb"]
+        self.iterations += s.expanded
+        self.trace.extend(s.improvements)
+        self.table.g_min = min(self.table.g_min, s.g_min)
+        self._notify(s.notices)
+        self.totals["received"] += s.received
+        self.totals["sent"] += sum(s.sent)
+        self.totals["bytes"] += s.bytes
+        self.worker_memory[i] = s.memory_mb
         self._memory()
         arrivals = []
-        for j, count in enumerate(s["sent"]):
+        for j, count in enumerate(s.sent):
             if count:
                 if self.sharded:
                     self.inbox[j].append(refs[1 + j])
                 else:
                     arrivals.append(refs[1 + j])
-        if s["stop"] not in (StepEnd.IDLE, StepEnd.BUDGET, StopReason.MAX_ITERATIONS):
-            self.stop = s["stop"]
+        if s.stop not in (StepEnd.IDLE, StepEnd.BUDGET, StopReason.MAX_ITERATIONS):
+            self.stop = s.stop
         if arrivals:
             self.table.iteration_offset = self.iterations
             self.table.time_offset = self.elapsed()
@@ -170,7 +145,7 @@ class WorkerSteps:
 
     def _finished(self) -> bool:
         return (not any(self.running) and not any(self.inbox) and not any(self.hands)
-                and self.table.open_count() == 0 and all(s["open"] == 0 for s in self.stats))
+                and self.table.open_count() == 0 and all(s.open_branches == 0 for s in self.stats))
 
     def _deal(self) -> None:
         """The coordinator's surviving branches, cheapest first, dealt to the workers
@@ -178,7 +153,7 @@ class WorkerSteps:
         (coordinator placement only); each takes its hand with its next step."""
         if self.table.open_count() == 0:
             return
-        loads = [(bool(self.running[i]), self.stats[i]["open"] + len(self.hands[i])) for i in range(self.size)]
+        loads = [(bool(self.running[i]), self.stats[i].open_branches + len(self.hands[i])) for i in range(self.size)]
         order = sorted(range(self.size), key=loads.__getitem__)
         k = 0
         while (branch := self.table.queue.pop(True)) is not None:

@@ -21,6 +21,7 @@ from ...search.limits import Limits, Stopwatch
 from ...search.linking import Entry, LinkShard
 from ...search.problem import Branch, Problem
 from ...search.state import SearchState
+from .protocol import StepOrder, StepReport
 
 SWITCH_SECONDS = 5e-4  # the interpreter's switch interval in a worker (see Worker.__init__)
 
@@ -100,46 +101,42 @@ class Worker:
         self.busy = 0.0
         self.cpu = time.process_time()
 
-    def step(self, control: dict[str, Any], *batches: bytes) -> list[Any]:
-        """Take the arrivals and orders of ``control``, run the loop for one step,
-        return ``[statistics, batch for worker 0, batch for worker 1, ...]``."""
+    def step(self, order: StepOrder, *batches: bytes) -> list[Any]:
+        """Take the arrivals (``batches``) and the ``order``, run the loop for one step,
+        return ``[its report, batch for worker 0, batch for worker 1, ...]``."""
         start = time.perf_counter()
         explorer = self.explorer
-        explorer.g_min = min(explorer.g_min, control["g_min"])
-        explorer.dominated.update(control["notices"])
+        explorer.g_min = min(explorer.g_min, order.g_min)
+        explorer.dominated.update(order.notices)
         # stamps: the search's count when the step was sent, plus what this worker did since
         # the coordinator last heard from it (a step may have run in between)
-        explorer.iteration_offset = control["iterations"] - control["local_iterations"]
-        explorer.time_offset = control["elapsed"]
-        watch = Stopwatch(Limits(control["time_left"], None, control["memory_limit_mb"]))
+        explorer.iteration_offset = order.iterations - order.local_iterations
+        explorer.time_offset = order.elapsed
+        watch = Stopwatch(Limits(order.time_left, None, order.memory_limit_mb))
         explorer.watch = watch
         received = 0
         before = explorer.iterations
         # arrivals are tens of thousands of small objects: the collector would scan them
         # over and over while they are taken in
         with explorer.collector_paused():
-            explorer.adopt(control["branches"])
+            explorer.adopt(order.branches)
             for batch in batches:
                 arrivals = unpacked(batch)
                 received += len(arrivals)
                 explorer.receive(arrivals)
-            stop = explorer.step(watch, until=start + control["seconds"], max_iterations=control["max_iterations"])
-            lower = explorer.least_bound() if control["bound"] else None  # O(open branches): when asked
+            stop = explorer.step(watch, until=start + order.seconds, max_iterations=order.max_iterations)
+            lower = explorer.least_bound() if order.bound else None  # O(open branches): when asked
             outbox = explorer.take_outbox()
-            out = [packed(outbox[j], self.marshal) if outbox.get(j) else b""
-                   for j in range(control["destinations"])]
+            out = [packed(outbox[j], self.marshal) if outbox.get(j) else b"" for j in range(order.destinations)]
         improvements, explorer.improvements = explorer.improvements, []
         notices, explorer.notices = explorer.notices, []
         self.busy += time.perf_counter() - start
-        stats = {
-            "stop": stop, "iterations": explorer.iterations, "expanded": explorer.iterations - before,
-            "open": explorer.open_count(), "records": self.link_records(), "least_bound": lower, "g_min": explorer.g_min,
-            "improvements": improvements, "notices": notices, "received": received,
-            "sent": [len(outbox.get(j, ())) for j in range(control["destinations"])],
-            "bytes": sum(len(b) for b in out), "busy": self.busy, "cpu": time.process_time() - self.cpu,
-            "memory_mb": watch.peak_memory_mb,
-        }
-        return [stats, *out]
+        report = StepReport(
+            stop, explorer.iterations, explorer.iterations - before, explorer.open_count(), self.link_records(),
+            lower, explorer.g_min, improvements, notices, received,
+            [len(outbox.get(j, ())) for j in range(order.destinations)], sum(len(b) for b in out), self.busy,
+            time.process_time() - self.cpu, watch.peak_memory_mb)
+        return [report, *out]
 
     def state(self) -> tuple[bool, dict[str, Any]]:
         """This worker's share of a consistent cut (taken when no step runs), behind a flag

@@ -1,0 +1,55 @@
+"""The messages between the coordinator and a worker (see :mod:`dcmap_dist.run.ray.driver`):
+the order that comes with each step, and the report a step returns. The batches of
+completions that travel beside them are :func:`worker.packed`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...search.limits import StepEnd, StopReason
+from ...search.linking import Improvement
+from ...search.problem import Branch
+
+
+@dataclass(slots=True)
+class StepOrder:
+    """What a worker is told with its next step."""
+
+    g_min: float  # the global G_min
+    notices: list[int]  # dominated records it has not heard of
+    branches: list[Branch]  # branches dealt to it (the link table on the coordinator)
+    iterations: int  # the search's iterations when the step was sent
+    local_iterations: int  # the worker's own count in the coordinator's last report of it
+    elapsed: float  # seconds of search so far
+    seconds: float  # how long the step runs
+    time_left: float | None  # of the search's time limit
+    memory_limit_mb: float | None
+    max_iterations: int | None  # the worker's own count it may reach (an iteration limit shared out)
+    destinations: int  # batches returned: one per worker (sharded), one for the coordinator
+    bound: bool  # report the least bound over its open branches (a scan: now and then)
+
+
+@dataclass(slots=True)
+class StepReport:
+    """What a worker's step returns (before its outgoing batches); also the coordinator's
+    picture of a worker before its first step (:meth:`before_first_step`)."""
+
+    stop: StopReason | StepEnd | None = None  # why the step ended
+    iterations: int = 0  # the worker's own count
+    expanded: int = 0  # in this step
+    open_branches: int = 0
+    link_records: int = 0  # in its shard of the link table
+    least_bound: float | None = None  # over its open branches, when asked (None: not asked)
+    g_min: float = float("inf")
+    improvements: list[Improvement] = field(default_factory=list)
+    notices: list[int] = field(default_factory=list)  # records it found dominated
+    received: int = 0  # completions taken in
+    sent: list[int] = field(default_factory=list)  # completions sent to each destination
+    bytes: int = 0  # of the batches sent
+    busy: float = 0.0  # seconds spent in steps, all steps
+    cpu: float = 0.0  # CPU seconds of the worker's process since the search began
+    memory_mb: float = 0.0  # peak during the step
+
+    @classmethod
+    def before_first_step(cls, open_branches: int = 0) -> StepReport:
+        return cls(open_branches=open_branches)

@@ -1,5 +1,6 @@
 """DCMAP (the paper's section 4) with the two corrections of SPEC section 5, run
-serially: one :class:`explorer.Explorer` that owns the whole link table.
+serially: one :class:`explorer.Explorer` that owns the whole link table, driven by the
+loop of :mod:`dcmap_dist.run.loop` (as the distributed search is).
 
 The loop itself (activation with ``alpha``, pruning of dominated branches and of
 branches that cannot beat ``G_min``, expansion, linking at completed layers) is in
@@ -22,7 +23,8 @@ from ..search.limits import Limits, StepEnd, StopReason, Stopwatch
 from ..search.linking import LinkShard
 from ..search.outcome import OnImprovement, Saver, SearchOutcome, announce, outcome
 from ..search.problem import Problem
-from ..search.state import Resumption, counters, write_size
+from ..search.state import Resumption, SearchState, counters, write_size
+from .loop import Ending, Turn, drive
 
 TURN_SECONDS = 0.25  # a turn of the serial loop: how often it pauses to report progress and save
 SCAN_SHARE = 100  # a progress report rescans the open branches after this many times the last scan's time
@@ -39,61 +41,81 @@ def dcmap_search(
 ) -> SearchOutcome:
     """Run DCMAP serially on one connected problem (see the module docstring),
     checkpointing to ``saver``, or continuing from ``resume``."""
-    watch = Stopwatch(limits or Limits())
-    explorer = Explorer(problem, alpha, seed)
-    explorer.watch = watch
-    if resume is None:
-        explorer.shard = LinkShard(owner=0)
-        first = incumbent(problem, watch)
-        explorer.improve(first.cost, first.trail)
-        root = problem.root()
-        explorer.active = explorer.offer(problem.link_key(root), root)
-        owner = 1
-    else:
-        first = resume.first
-        state = resume.state
-        explorer.shard = LinkShard(owner=resume.next_owner)
-        explorer.iterations = resume.iterations
-        explorer.time_offset = resume.elapsed
-        explorer.g_min = resume.g_min
-        explorer.improvements = list(resume.trace)
-        explorer.load(state)
-        owner = resume.next_owner + 1
-    heard = len(explorer.improvements) if resume else 0
-    open_bound = OpenBound(explorer)
-
-    def report() -> None:
-        nonlocal heard
-        heard = announce(problem, explorer.improvements, heard, on_improvement, explorer.shard.lookup)
-
-    def save() -> None:
-        saver.save([explorer.export()], counters(explorer.iterations, explorer.seconds(), explorer.g_min,
-                                     explorer.improvements, first, owner))
-
     try:
-        while True:
+        search = SerialSearch(problem, alpha, seed, limits, on_improvement, resume, reports=on_progress is not None)
+        return drive(search, saver, on_progress)
+    finally:
+        gc.unfreeze()  # each step froze what was alive (Explorer.step): give it back to the collector
+
+
+class SerialSearch:
+    """The serial search as a backend of the driver loop (:mod:`dcmap_dist.run.loop`): one
+    :class:`Explorer` that owns the whole link table, run in turns of
+    :data:`TURN_SECONDS`. Its stopwatch enforces the limits, the time limit less the
+    final checkpoint's time."""
+
+    def __init__(self, problem: Problem, alpha: float, seed: int, limits: Limits | None,
+                 on_improvement: OnImprovement | None, resume: Resumption | None, reports: bool = True) -> None:
+        self.problem = problem
+        self.reports = reports  # progress figures are wanted (they scan the open branches now and then)
+        self.on_improvement = on_improvement
+        self.watch = watch = Stopwatch(limits or Limits())
+        self.explorer = explorer = Explorer(problem, alpha, seed)
+        explorer.watch = watch
+        if resume is None:
+            explorer.shard = LinkShard(owner=0)
+            self.first = incumbent(problem, watch)
+            explorer.improve(self.first.cost, self.first.trail)
+            root = problem.root()
+            explorer.active = explorer.offer(problem.link_key(root), root)
+            self.owner = 1
+        else:
+            self.first = resume.first
+            explorer.shard = LinkShard(owner=resume.next_owner)
+            explorer.iterations = resume.iterations
+            explorer.time_offset = resume.elapsed
+            explorer.g_min = resume.g_min
+            explorer.improvements = list(resume.trace)
+            explorer.load(resume.state)
+            self.owner = resume.next_owner + 1
+        self.heard = len(explorer.improvements) if resume else 0
+        self.open_bound = OpenBound(explorer)
+        self.stop: StopReason | StepEnd | None = None
+
+    def advance(self, saver: Saver | None) -> Turn:
+        explorer, watch = self.explorer, self.watch
+        if self.stop is None:
             if saver is not None:  # the final checkpoint is written inside the time limit
                 watch.reserve = saver.reserve(write_size(explorer.open_count(), len(explorer.shard.entries)))
             stop = explorer.step(watch, until=time.perf_counter() + TURN_SECONDS)
-            report()
+            self.heard = announce(self.problem, explorer.improvements, self.heard, self.on_improvement,
+                                  explorer.shard.lookup)
             if stop != StepEnd.BUDGET:
-                break
-            if on_progress and watch.progress_due():
-                on_progress(progress(explorer, watch, open_bound()))
-            if saver is not None and saver.due():
-                save()
-    finally:
-        gc.unfreeze()  # each step froze what was alive (Explorer.step): give it back to the collector
-    proven = stop == StepEnd.IDLE
-    if saver is not None and not proven:
-        save()
-    final_bound = explorer.least_bound()  # a scan of every open branch: once
-    if on_progress:
-        on_progress(progress(explorer, watch, final_bound))
-    shard = explorer.shard
-    return outcome(shard.entries.get(explorer.final_key), first, proven, StopReason.FINISHED if proven else stop,
-                   explorer.iterations, explorer.improvements, final_bound, watch.peak_memory_mb,
-                   shard.lookup, len(shard.entries))
+                self.stop = stop
+        if self.stop is not None:
+            return Turn(True)
+        due = self.reports and watch.progress_due()
+        return Turn(False, progress(explorer, watch, self.open_bound()) if due else None)
+
+    def halt(self, reason: StopReason) -> None:
+        self.stop = self.stop or reason
+
+    def out_of_time(self, saver: Saver) -> bool:
+        return False  # the stopwatch keeps the final checkpoint's time (advance)
+
+    def cut(self) -> tuple[list[SearchState], dict[str, Any]]:
+        explorer = self.explorer
+        return [explorer.export()], counters(explorer.iterations, explorer.seconds(), explorer.g_min,
+                                             explorer.improvements, self.first, self.owner)
+
+    def finish(self) -> Ending:
+        explorer, shard = self.explorer, self.explorer.shard
+        proven = self.stop == StepEnd.IDLE
+        final_bound = explorer.least_bound()  # a scan of every open branch: once
+        found = outcome(shard.entries.get(explorer.final_key), self.first, proven,
+                        StopReason.FINISHED if proven else self.stop, explorer.iterations, explorer.improvements,
+                        final_bound, self.watch.peak_memory_mb, shard.lookup, len(shard.entries))
+        return Ending(found, progress(explorer, self.watch, final_bound))
 
 
 class OpenBound:

@@ -58,11 +58,12 @@ import ray.cloudpickle
 
 from ...cost.base import CostModel
 from ...search.heuristics import incumbent
-from ...search.limits import INTERRUPT, Limits, StopReason, Stopwatch
+from ...search.limits import Limits, StopReason, Stopwatch
 from ...search.linking import Improvement, MissingRecord, gather_histories
 from ...search.outcome import Saver, SearchOutcome, announce, outcome
 from ...search.problem import Branch, Problem, within
 from ...search.state import Resumption, SearchState, counters, write_size
+from ..loop import Ending, Turn, drive
 from .coordinator import Coordinator
 from .worker import SearchSpec, unpacked
 
@@ -208,45 +209,125 @@ def distributed_search(problem: Problem, workers: int, settings: dict[str, Any],
                        saver: Saver | None = None, resume: Resumption | None = None) -> SearchOutcome:
     """Run DCMAP on one connected problem with ``workers`` Ray workers (Ray must be
     connected, see :func:`connect`); the same outcome as :func:`run.serial.dcmap_search`,
-    with the same checkpoints (``saver``) and resumption (``resume``)."""
-    spec = SearchSpec(problem.network, problem.graph, problem.model, problem.scheme, problem.key,
-                      problem.use_bound)
-    first = resume.first if resume else incumbent(problem, Stopwatch(limits))
-    ship_by_value(spec.model)
-    g_min = resume.g_min if resume else first.cost
+    with the same checkpoints (``saver``) and resumption (``resume``). If Ray itself is
+    lost, the best mapping heard of (:meth:`RaySearch.lost`)."""
+    search = RaySearch(problem, workers, settings, limits, on_improvement, resume)
     try:
-        handle = coordinator(workers)
-        ray.get(handle.begin.remote(spec, settings, limits, g_min, resume))
-    except ray.exceptions.RayActorError:  # the pool died since its last search: a new one
-        _pool.clear()
-        handle = coordinator(workers)
-        ray.get(handle.begin.remote(spec, settings, limits, g_min, resume))
-    # the cost last announced: a recovery rolls the trace back, so what is new is what is
-    # cheaper, not what comes after a count
-    announced = _improving(list(resume.trace), first)[-1][2] if resume else math.inf
-
-    def fetch(records: set[int]) -> dict[int, list]:
-        return ray.get(handle.lookup.remote(records))
-
-    heard = _Heard(announced, first)
-    result = None
-    report: dict[str, Any] = {"iterations": resume.iterations if resume else 0, "lower_bound": -math.inf,
-                              "memory_mb": 0.0}
-    try:
-        while result is None:
-            report, result = _round(problem, handle, first, heard, on_improvement, on_progress, saver, limits)
-        if saver is not None and result["stop"] != StopReason.FINISHED:
-            _save(handle, saver, first)
+        return drive(search, saver, on_progress)
     except ray.exceptions.RayError as exc:
         if isinstance(exc, ray.exceptions.RayTaskError):  # an error of the search itself (a user cost's)
             raise
-        return _lost(first, heard, report, exc)
-    if on_progress:
-        on_progress(report)
-    return outcome(result["final"], first, result["stop"] == StopReason.FINISHED, result["stop"], result["iterations"],
-                   _improving(result["trace"], first), result["lower_bound"], result["memory_mb"],
-                   fetch, result["link_records"],
-                   statistics={name: result[name] for name in STATISTICS})
+        return search.lost(exc)
+
+
+class RaySearch:
+    """The distributed search as a backend of the driver loop (:mod:`dcmap_dist.run.loop`):
+    a coordinator actor from the pool, run in turns of :data:`PROGRESS_SECONDS`; new
+    improvements are announced with their mappings as the driver hears of them."""
+
+    def __init__(self, problem: Problem, workers: int, settings: dict[str, Any], limits: Limits,
+                 on_improvement: Callable | None, resume: Resumption | None) -> None:
+        self.problem = problem
+        self.limits = limits
+        self.on_improvement = on_improvement
+        spec = SearchSpec(problem.network, problem.graph, problem.model, problem.scheme, problem.key,
+                          problem.use_bound)
+        self.first = first = resume.first if resume else incumbent(problem, Stopwatch(limits))
+        ship_by_value(spec.model)
+        g_min = resume.g_min if resume else first.cost
+        try:
+            self.handle = coordinator(workers)
+            ray.get(self.handle.begin.remote(spec, settings, limits, g_min, resume))
+        except ray.exceptions.RayActorError:  # the pool died since its last search: a new one
+            _pool.clear()
+            self.handle = coordinator(workers)
+            ray.get(self.handle.begin.remote(spec, settings, limits, g_min, resume))
+        # the cost last announced: a recovery rolls the trace back, so what is new is what is
+        # cheaper, not what comes after a count
+        announced = _improving(list(resume.trace), first)[-1][2] if resume else math.inf
+        self.heard = _Heard(announced, first)
+        self.report: dict[str, Any] = {"iterations": resume.iterations if resume else 0,
+                                       "lower_bound": -math.inf, "memory_mb": 0.0}
+
+    def advance(self, saver: Saver | None) -> Turn:
+        """The coordinator runs the search for a while; new improvements are announced."""
+        handle, heard, first = self.handle, self.heard, self.first
+        report = self.report = _advance(handle)
+        fresh = [found for found in _improving(report.pop("trace"), first) if not within(heard.announced, found[2])]
+        if fresh:  # the records on the improvements' paths, in one call
+            heard.known.update(ray.get(handle.paths.remote([trail for *_, trail in fresh if trail is not None])))
+            if fresh[-1][3] is not None:
+                heard.best = (fresh[-1][3], fresh[-1][2])
+        announce(self.problem, fresh, 0, self.on_improvement, heard.recall, lost=True)
+        heard.announced = fresh[-1][2] if fresh else heard.announced
+        # a recovery rolls G_min back to the snapshot's; the announced cost was found all the
+        # same, so it is still the best known and bounds the optimum
+        report["best"] = min(report["best"], heard.announced)
+        report["lower_bound"] = min(report["lower_bound"], report["best"])
+        return Turn(report["done"], report)
+
+    def halt(self, reason: StopReason) -> None:
+        ray.get(self.handle.halt.remote(reason))
+
+    def out_of_time(self, saver: Saver) -> bool:
+        report, limit = self.report, self.limits.time_limit
+        return limit is not None and report["elapsed"] >= limit - saver.reserve(
+            write_size(report["open"], report["records"]))
+
+    def cut(self) -> tuple[Iterator[SearchState], dict[str, Any]]:
+        """A consistent cut, each worker's state fetched as the checkpoint is written."""
+        cut = ray.get(self.handle.cut.remote())
+
+        def parts() -> Iterator[SearchState]:
+            for ref in cut["workers"]:
+                state = ray.get(ref)
+                shard = state["shard"] or {"entries": {}, "histories": {}}
+                yield SearchState(state["branches"], [], shard["entries"], shard["histories"], state["dominated"])
+            table = pickle.loads(cut["table"])
+            shard = table["shard"] or {"entries": {}, "histories": {}}
+            yield SearchState(table["branches"], [], shard["entries"], shard["histories"], table["dominated"])
+            for ref in cut["inbox"]:
+                yield SearchState(arrivals=unpacked(ray.get(ref)))
+
+        return parts(), counters(cut["iterations"], cut["elapsed"], cut["g_min"],
+                                 _improving(cut["trace"], self.first), self.first, cut["next_owner"])
+
+    def finish(self) -> Ending | None:
+        """The results, with the histories the final entry reaches (None: a worker was
+        lost after the proof, and the search goes on from the last snapshot)."""
+        result = ray.get(self.handle.finish.remote())
+        if result is None:
+            return None
+        def fetch(records: set[int]) -> dict[int, list]:
+            return ray.get(self.handle.lookup.remote(records))
+
+        found = outcome(result["final"], self.first, result["stop"] == StopReason.FINISHED, result["stop"],
+                        result["iterations"], _improving(result["trace"], self.first), result["lower_bound"],
+                        result["memory_mb"], fetch, result["link_records"],
+                        statistics={name: result[name] for name in STATISTICS})
+        return Ending(found, self.report)
+
+    def lost(self, error: Exception) -> SearchOutcome:
+        """The outcome of a search whose Ray was lost (its node, an out-of-memory kill,
+        the coordinator): the best mapping the driver had heard of, not proven, stop
+        reason ``ray_lost``. The search's state is gone with Ray: the last checkpoint, if
+        any, is where it goes on from."""
+        first, heard, report = self.first, self.heard, self.report
+        trail, cost = heard.best
+        try:
+            histories = gather_histories([trail], heard.recall)
+        except MissingRecord:
+            (trail, cost), histories = (first.trail, first.cost), {}
+        lower = min(report.get("lower_bound", -math.inf), cost)
+        reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        return SearchOutcome(cost, [(trail, cost, 0)], False, StopReason.RAY_LOST, report.get("iterations", 0),
+                             peak_memory_mb=report.get("memory_mb", 0.0), lower_bound=lower, histories=histories,
+                             statistics={"lost": reason}, incumbent=(first.trail, first.cost))
+
+
+def _advance(handle: Any) -> dict[str, Any]:
+    """The coordinator's progress figures after it has run the search for a while."""
+    return ray.get(handle.advance.remote(PROGRESS_SECONDS))
 
 
 class _Heard:
@@ -262,80 +343,6 @@ class _Heard:
 
     def recall(self, records: set[int]) -> dict[int, list]:
         return {r: self.known[r] for r in records if r in self.known}
-
-
-def _round(problem: Problem, handle: Any, first: Branch, heard: _Heard, on_improvement: Callable | None,
-           on_progress: Callable | None, saver: Saver | None,
-           limits: Limits) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """One turn of the driver: the coordinator runs the search for a while; new
-    improvements are announced, progress reported, a checkpoint written when due, the
-    search halted when the time left is what its final checkpoint needs. The report,
-    and the results once the search has ended."""
-    report = _advance(handle)
-    fresh = [found for found in _improving(report.pop("trace"), first) if not within(heard.announced, found[2])]
-    if fresh:  # the records on the improvements' paths, in one call
-        heard.known.update(ray.get(handle.paths.remote([trail for *_, trail in fresh if trail is not None])))
-        if fresh[-1][3] is not None:
-            heard.best = (fresh[-1][3], fresh[-1][2])
-    announce(problem, fresh, 0, on_improvement, heard.recall, lost=True)
-    heard.announced = fresh[-1][2] if fresh else heard.announced
-    # a recovery rolls G_min back to the snapshot's; the announced cost was found all the
-    # same, so it is still the best known and bounds the optimum
-    report["best"] = min(report["best"], heard.announced)
-    report["lower_bound"] = min(report["lower_bound"], report["best"])
-    if report["done"]:
-        return report, ray.get(handle.finish.remote())  # None: a worker was lost after the proof; go on
-    if on_progress:
-        on_progress(report)
-    if INTERRUPT.is_set():
-        ray.get(handle.halt.remote(StopReason.INTERRUPTED))
-    elif saver is not None and saver.due():
-        _save(handle, saver, first)
-    elif saver is not None and limits.time_limit is not None and report["elapsed"] >= (
-            limits.time_limit - saver.reserve(write_size(report["open"], report["records"]))):
-        ray.get(handle.halt.remote(StopReason.TIME_LIMIT))  # the final checkpoint is written inside the limit
-    return report, None
-
-
-def _lost(first: Branch, heard: _Heard, report: dict[str, Any], error: Exception) -> SearchOutcome:
-    """The outcome of a search whose Ray was lost (its node, an out-of-memory kill, the
-    coordinator): the best mapping the driver had heard of, not proven, stop reason
-    ``ray_lost``. The search's state is gone with Ray: the last checkpoint, if any, is
-    where it goes on from."""
-    trail, cost = heard.best
-    try:
-        histories = gather_histories([trail], heard.recall)
-    except MissingRecord:
-        (trail, cost), histories = (first.trail, first.cost), {}
-    lower = min(report.get("lower_bound", -math.inf), cost)
-    reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
-    return SearchOutcome(cost, [(trail, cost, 0)], False, StopReason.RAY_LOST, report.get("iterations", 0),
-                         peak_memory_mb=report.get("memory_mb", 0.0), lower_bound=lower, histories=histories,
-                         statistics={"lost": reason}, incumbent=(first.trail, first.cost))
-
-
-def _advance(handle: Any) -> dict[str, Any]:
-    """The coordinator's progress figures after it has run the search for a while."""
-    return ray.get(handle.advance.remote(PROGRESS_SECONDS))
-
-
-def _save(handle: Any, saver: Saver, first: Branch) -> None:
-    """Write a checkpoint of a consistent cut, fetching one worker's state at a time."""
-    cut = ray.get(handle.cut.remote())
-
-    def parts():
-        for ref in cut["workers"]:
-            state = ray.get(ref)
-            shard = state["shard"] or {"entries": {}, "histories": {}}
-            yield SearchState(state["branches"], [], shard["entries"], shard["histories"], state["dominated"])
-        table = pickle.loads(cut["table"])
-        shard = table["shard"] or {"entries": {}, "histories": {}}
-        yield SearchState(table["branches"], [], shard["entries"], shard["histories"], table["dominated"])
-        for ref in cut["inbox"]:
-            yield SearchState(arrivals=unpacked(ray.get(ref)))
-
-    saver.save(parts(), counters(cut["iterations"], cut["elapsed"], cut["g_min"], _improving(cut["trace"], first),
-                                 first, cut["next_owner"]))
 
 
 def _improving(trace: list[Improvement], first: Branch) -> list[Improvement]:

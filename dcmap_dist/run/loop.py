@@ -1,0 +1,83 @@
+"""The driver loop, written once for the serial and the distributed search: turn after
+turn the search runs for a while, progress is reported, a checkpoint is written when
+due, and the search is halted when interrupted or when the time left is what its final
+checkpoint needs; then its outcome, with a final checkpoint if it is not proven.
+
+A backend is the search being driven: :class:`run.serial.SerialSearch` (one
+:class:`~dcmap_dist.search.explorer.Explorer` in this process) or
+:class:`run.ray.driver.RaySearch` (a coordinator actor and its workers). Improvements
+are announced by the backend as it hears of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..search.limits import INTERRUPT, StopReason
+from ..search.outcome import Saver, SearchOutcome
+from ..search.state import SearchState
+
+
+@dataclass
+class Turn:
+    """What a turn of the search brought: whether it has stopped (proven, or a limit
+    reached), and the progress figures if a report is due."""
+
+    stopped: bool
+    progress: dict[str, Any] | None = None
+
+
+@dataclass
+class Ending:
+    """A stopped search's outcome, and its last progress figures."""
+
+    outcome: SearchOutcome
+    progress: dict[str, Any]
+
+
+class Backend(Protocol):
+    """A search the driver loop runs (see the module docstring)."""
+
+    def advance(self, saver: Saver | None) -> Turn:
+        """Run the search for a turn; with ``saver``, stop it in time for its final checkpoint."""
+
+    def halt(self, reason: StopReason) -> None:
+        """Stop the search before its next turn."""
+
+    def out_of_time(self, saver: Saver) -> bool:
+        """True when the time left is what the final checkpoint needs (and the search
+        does not see to that itself)."""
+
+    def cut(self) -> tuple[Iterable[SearchState], dict[str, Any]]:
+        """A consistent cut of the search for a checkpoint: its parts and its counters."""
+
+    def finish(self) -> Ending | None:
+        """The stopped search's ending; None if it must go on (a lost worker was
+        recovered after the proof)."""
+
+
+def drive(search: Backend, saver: Saver | None = None,
+          on_progress: Callable[[dict[str, Any]], None] | None = None) -> SearchOutcome:
+    """Run ``search`` to its end (see the module docstring), checkpointing to ``saver``."""
+    while True:
+        turn = search.advance(saver)
+        if turn.stopped:
+            ending = search.finish()
+            if ending is not None:
+                break
+            continue
+        if on_progress and turn.progress is not None:
+            on_progress(turn.progress)
+        if INTERRUPT.is_set():
+            search.halt(StopReason.INTERRUPTED)
+        elif saver is not None and saver.due():
+            saver.save(*search.cut())
+        elif saver is not None and search.out_of_time(saver):
+            search.halt(StopReason.TIME_LIMIT)
+    if saver is not None and not ending.outcome.proven:
+        saver.save(*search.cut())
+    if on_progress:
+        on_progress(ending.progress)
+    return ending.outcome

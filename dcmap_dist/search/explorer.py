@@ -26,7 +26,6 @@ import random
 import time
 from collections.abc import Iterator
 from operator import attrgetter
-from typing import Any
 
 from ..cost.dcmap import leaves_no_cycles
 from .limits import SearchInterrupted, StepEnd, StopReason, Stopwatch
@@ -335,25 +334,3 @@ class Explorer:
         shard = self.shard
         return SearchState(self.open_branches(), [], shard.entries if shard is not None else {},
                            shard.histories if shard is not None else {}, self.dominated)
-
-    def state(self) -> dict[str, Any]:
-        """Everything needed to continue this explorer's share exactly (plain data;
-        the outbox must have been taken)."""
-        assert not self.outbox, "take the outbox before saving an explorer's state"
-        return {
-            "branches": self.open_branches(),
-            "dominated": set(self.dominated),
-            "iterations": self.iterations,
-            "g_min": self.g_min,
-            "rng": self.rng.getstate(),
-        }
-
-    def restore(self, state: dict[str, Any]) -> None:
-        """Continue from a :meth:`state` (the shard is restored by its owner)."""
-        self.queue = BranchQueue()
-        self.active = None
-        self.adopt(state["branches"])
-        self.dominated = set(state["dominated"])
-        self.iterations = state["iterations"]
-        self.g_min = state["g_min"]
-        self.rng.setstate(state["rng"])

@@ -101,18 +101,6 @@ class LinkShard:
         self.histories[record] = [(trail, iteration)]
         return (NEW if dominated is None else CHEAPER), record, dominated
 
-    def state(self) -> dict:
-        """Plain data from which :meth:`from_state` rebuilds this shard."""
-        return {"owner": self.owner, "serial": self._serial, "entries": self.entries, "histories": self.histories}
-
-    @classmethod
-    def from_state(cls, state: dict) -> LinkShard:
-        shard = cls(state["owner"])
-        shard._serial = state["serial"]
-        shard.entries = state["entries"]
-        shard.histories = state["histories"]
-        return shard
-
     def lookup(self, records: Iterable[int]) -> dict[int, list[History]]:
         """The histories of those of ``records`` this shard holds (copies: a worker answers
         while its search may add ties)."""

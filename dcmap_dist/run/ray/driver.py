@@ -280,12 +280,8 @@ class RaySearch:
 
         def parts() -> Iterator[SearchState]:
             for ref in cut["workers"]:
-                state = ray.get(ref)
-                shard = state["shard"] or {"entries": {}, "histories": {}}
-                yield SearchState(state["branches"], [], shard["entries"], shard["histories"], state["dominated"])
-            table = pickle.loads(cut["table"])
-            shard = table["shard"] or {"entries": {}, "histories": {}}
-            yield SearchState(table["branches"], [], shard["entries"], shard["histories"], table["dominated"])
+                yield ray.get(ref).state
+            yield pickle.loads(cut["table"])
             for ref in cut["inbox"]:
                 yield SearchState(arrivals=unpacked(ray.get(ref)))
 

@@ -1,6 +1,7 @@
 """The messages between the coordinator and a worker (see :mod:`dcmap_dist.run.ray.driver`):
-the order that comes with each step, and the report a step returns. The batches of
-completions that travel beside them are :func:`worker.packed`."""
+the order that comes with each step, the report a step returns, and a worker's share
+of a snapshot. The batches of completions that travel beside them are
+:func:`worker.packed`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from ...search.limits import StepEnd, StopReason
 from ...search.linking import Improvement
 from ...search.problem import Branch
+from ...search.state import SearchState
 
 
 @dataclass(slots=True)
@@ -53,3 +55,16 @@ class StepReport:
     @classmethod
     def before_first_step(cls, open_branches: int = 0) -> StepReport:
         return cls(open_branches=open_branches)
+
+
+@dataclass(slots=True)
+class WorkerSnapshot:
+    """A worker's share of a consistent cut: its part of the search's state (the one
+    state type of checkpoints and resume: :meth:`Explorer.export`, :meth:`Explorer.load`)
+    and what a worker rolled back to it needs to go on as it did."""
+
+    state: SearchState
+    iterations: int  # the worker's own count
+    g_min: float
+    rng: tuple  # its random generator's state (the alpha activations)
+    busy: float

@@ -15,6 +15,7 @@ import ray
 from ...search.explorer import Explorer
 from ...search.limits import StopReason
 from ...search.linking import LinkShard
+from ...search.state import SearchState
 
 SNAPSHOT_SPACING = 100  # and at least this many times the next snapshot's expected duration (1% of the time)
 SNAPSHOT_ITEM_SECONDS = 3e-5  # expected snapshot seconds per open branch or link record, until measured
@@ -59,12 +60,13 @@ class Snapshots:
         start = time.perf_counter()
         self._drain()
         size = self._state_size()
-        calls = [w.state.options(num_returns=2).remote() for w in self.workers]
+        calls = [w.snapshot.options(num_returns=2).remote() for w in self.workers]
         ray.get([flag for flag, _ in calls])  # raises here if a worker died while saving
         states = [state for _, state in calls]
         self.snapshot = {
             "workers": states, "inbox": [list(x) for x in self.inbox], "unheard": [list(x) for x in self.unheard],
-            "table": pickle.dumps(self._table_state(), protocol=5), "iterations": self.iterations,
+            "table": pickle.dumps(self._table_state(), protocol=5), "g_min": self.table.g_min,
+            "iterations": self.iterations,
             "trace": list(self.trace), "stats": list(self.stats), "totals": dict(self.totals),
         }
         took = time.perf_counter() - start
@@ -74,11 +76,11 @@ class Snapshots:
             self.item_seconds = took / size
         self.last_snapshot = self.elapsed()
 
-    def _table_state(self) -> dict[str, Any]:
-        dealt = [branch for hand in self.hands for branch in hand]  # not yet taken: still the table's
-        state = {"g_min": self.table.g_min, "branches": self.table.open_branches() + dealt,
-                 "dominated": set(self.table.dominated)}
-        state["shard"] = self.table.shard.state() if self.table.shard is not None else None
+    def _table_state(self) -> SearchState:
+        """The coordinator's own share: its open branches, those dealt out and not yet
+        taken, and (the link table on the coordinator) the link records."""
+        state = self.table.export()
+        state.branches += [branch for hand in self.hands for branch in hand]
         return state
 
     def _recover(self) -> None:
@@ -98,13 +100,10 @@ class Snapshots:
         snap = self.snapshot
         self._load_workers()
         ray.get([w.restore.remote(state) for w, state in zip(self.workers, snap["workers"])])
-        table = pickle.loads(snap["table"])
-        self.table = Explorer(self.problem, 0.0, 0, None, notify=True)
-        self.table.g_min = table["g_min"]
-        self.table.dominated = table["dominated"]
-        self.table.adopt(table["branches"])
-        if table["shard"] is not None:
-            self.table.shard = LinkShard.from_state(table["shard"])
+        self.table = Explorer(self.problem, 0.0, 0, None if self.sharded else LinkShard(self.owners), notify=True)
+        self.owners += 1
+        self.table.load(pickle.loads(snap["table"]))
+        self.table.g_min = snap["g_min"]
         self.inbox = [list(x) for x in snap["inbox"]]
         self.hands = [[] for _ in range(self.size)]  # the dealt branches are back in the table
         self.unheard = [list(x) for x in snap["unheard"]]

@@ -21,7 +21,7 @@ from ...search.limits import Limits, Stopwatch
 from ...search.linking import Entry, LinkShard
 from ...search.problem import Branch, Problem
 from ...search.state import SearchState
-from .protocol import StepOrder, StepReport
+from .protocol import StepOrder, StepReport, WorkerSnapshot
 
 SWITCH_SECONDS = 5e-4  # the interpreter's switch interval in a worker (see Worker.__init__)
 
@@ -138,21 +138,23 @@ class Worker:
             time.process_time() - self.cpu, watch.peak_memory_mb)
         return [report, *out]
 
-    def state(self) -> tuple[bool, dict[str, Any]]:
-        """This worker's share of a consistent cut (taken when no step runs), behind a flag
-        (called with two returns, so the caller can wait on the flag alone)."""
-        state = self.explorer.state()
-        state["shard"] = self.explorer.shard.state() if self.explorer.shard is not None else None
-        state["busy"] = self.busy
-        return True, state
-
-    def restore(self, state: dict[str, Any]) -> None:
-        """Continue from a state returned by :meth:`state` (after :meth:`load`)."""
+    def snapshot(self) -> tuple[bool, WorkerSnapshot]:
+        """This worker's share of a consistent cut (taken when no step runs, so its
+        outbox is empty), behind a flag (called with two returns, so the caller can wait
+        on the flag alone)."""
         explorer = self.explorer
-        explorer.restore(state)
-        if state["shard"] is not None:
-            explorer.shard = LinkShard.from_state(state["shard"])
-        self.busy = state["busy"]
+        return True, WorkerSnapshot(explorer.export(), explorer.iterations, explorer.g_min, explorer.rng.getstate(),
+                                    self.busy)
+
+    def restore(self, snapshot: WorkerSnapshot) -> None:
+        """Go on from a :meth:`snapshot` (after :meth:`load`, which gave this worker a new
+        owner number for the link records it makes from now on)."""
+        explorer = self.explorer
+        explorer.load(snapshot.state)
+        explorer.iterations = snapshot.iterations
+        explorer.g_min = snapshot.g_min
+        explorer.rng.setstate(snapshot.rng)
+        self.busy = snapshot.busy
 
     def open_bound(self) -> float:
         """The least bound over this worker's open branches (its outbox is empty between steps)."""

@@ -18,6 +18,8 @@ from ._version import __version__
 from .io.outputs import json_cost
 from .search.limits import StopReason
 
+__all__ = ["Solution", "SolveResult"]
+
 
 @dataclass
 class Solution:

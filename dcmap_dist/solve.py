@@ -29,6 +29,8 @@ from .search.outcome import Saver, SearchOutcome
 from .search.problem import Problem, joins_to_clusters, within
 from .search.state import Resumption
 
+__all__ = ["METHODS", "solve"]
+
 METHODS = ("dcmap", "bfs", "brute")
 
 
@@ -59,46 +61,96 @@ def solve(
     fresh_checkpoint: bool = False,
     trust_checkpoint: bool = False,
 ) -> SolveResult:
-    """Find every optimal cluster mapping of ``network`` (a Network, or anything
-    :func:`~dcmap_dist.io.load.load_network` loads: a path, a bundled example's name, ...).
+    """Find every optimal cluster mapping of a network, and prove it optimal.
 
-    ``cost`` is ``"dcmap"`` (with ``order`` and ``addition``), ``"module:name"``, a
-    cost model or a callable (see :mod:`dcmap_dist.cost.base`). ``method`` is ``dcmap``,
-    ``bfs`` or ``brute``. Limits stop the search cleanly with the best mappings so
-    far and ``proven_optimal = False``. ``on_improvement(cost, iteration, seconds,
-    clusters)`` hears every improved total with its mapping (as in ``solutions``;
-    None for an improvement of a resumed search saved without it);
-    ``on_progress(stats)`` about once a second.
-    ``key`` (``lean`` or ``full``) picks the dominance key and ``use_bound=False``
-    switches off pruning by the model's lower bound (both for comparisons).
+    The network is split into weakly connected components; each is searched with
+    ``method`` and the results combined (SPEC section 7).
 
-    Optimal mappings can be astronomically many when costs tie: ``solution_count``
-    always counts them all, and ``solutions`` lists at most ``max_solutions`` of
-    them (None: all); ``solutions_complete`` says whether the list is whole. The
-    listing also stops, after one mapping at least, once the process uses
-    ``memory_limit_mb``.
+    Parameters
+    ----------
+    network : Network or anything :func:`~dcmap_dist.io.load.load_network` loads
+        A path, a bundled example's name (``"paper-example"``, ``"asia"``, ...), a
+        networkx DiGraph, a pgmpy model, ... None when resuming (the checkpoint holds it).
+    cost : str, CostModel or callable
+        ``"dcmap"`` (the built-in model, with ``order`` and ``addition``),
+        ``"package.module:name"``, a cost model, or a function of a
+        :class:`~dcmap_dist.cost.base.CostContext` (see :func:`~dcmap_dist.cost.user.load_cost`).
+    scheme : {"merge", "single"}
+        Which mappings are feasible (SPEC section 2).
+    method : {"dcmap", "bfs", "brute"}
+        DCMAP, the paper's breadth-first search, or brute force (small networks).
+    alpha, seed : float, int
+        DCMAP's activation probability and the seed of its random choices.
+    time_limit, max_iterations, memory_limit_mb : float, int, float or None
+        Limits: the search stops cleanly with the best mappings so far and
+        ``proven_optimal = False``. The memory limit also stops the listing of
+        mappings (after one at least).
+    order, addition : str, float
+        The ``dcmap`` model's elimination order and the cost of an addition (:class:`DcmapCost`).
+    on_improvement : callable, optional
+        ``on_improvement(cost, iteration, seconds, clusters)`` hears every improved total
+        with its mapping (as in ``solutions``; None for an improvement of a resumed
+        search saved without it).
+    on_progress : callable, optional
+        ``on_progress(stats)`` about once a second: iterations, best cost, lower bound,
+        open branches, rate, elapsed seconds, memory.
+    key : {"lean", "full"}
+        The dominance key (for comparisons; both are exact).
+    use_bound : bool
+        False switches off pruning by the model's lower bound (for comparisons).
+    max_solutions : int or None
+        List at most this many optimal mappings (None: all). ``solution_count`` always
+        counts them all, and ``solutions_complete`` says whether the list is whole.
+    workers : int
+        More than 1 runs DCMAP on that many Ray worker actors (:mod:`dcmap_dist.run.ray.driver`);
+        the result is the serial search's (same optimum, optimal partitions and count).
+    address : str, optional
+        The Ray to attach to (``ray.init(address=...)``); None starts a private Ray on
+        this machine and stops it afterwards. An already connected Ray is used as it is.
+    link_table : {"sharded", "coordinator"}
+        Where the dominance table lives in a distributed search.
+    snapshot_every : float or None
+        Least seconds between the snapshots from which a lost worker is recovered
+        (None: none, and a lost worker fails the search).
+    checkpoint : path, optional
+        A folder where the search's state is written as Arrow tables every
+        ``checkpoint_every`` seconds (default 600), when a limit or an interrupt stops
+        it, and at the end (docs/checkpoints.md). It is locked while the solve uses it;
+        one holding another search's checkpoint is refused unless ``fresh_checkpoint``.
+    resume : path or Resume, optional
+        Continue a checkpointed search, on any number of workers and with new limits
+        (counted from the resumption); it keeps checkpointing to the same folder unless
+        ``checkpoint`` says otherwise. A checkpoint of another network, cost model or
+        settings is refused with an error naming what differs, and so is a damaged or
+        altered one.
+    trust_checkpoint : bool
+        Read back a user cost model's messages that only pickle could store (a pickle
+        can run code).
 
-    ``workers`` > 1 runs DCMAP on that many Ray worker actors (see
-    :mod:`dcmap_dist.run.ray.driver`), attached with ``ray.init(address=address)``
-    (``"local"`` when None starts a private Ray and stops it afterwards; an already
-    connected Ray is used as it is). ``link_table`` places the dominance table
-    (``sharded`` over the workers, or on the ``coordinator``); ``snapshot_every``
-    is the least interval in seconds between the snapshots from which a lost worker
-    is recovered (None: no snapshots, a lost worker fails the search). The result is
-    the serial search's: same optimum, same optimal partitions, same count.
+    Returns
+    -------
+    SolveResult
+        The optimal cost, whether it is proven, the lower bound and gap, the optimal
+        mappings, the anytime trace and how the search ran (:class:`~dcmap_dist.result.SolveResult`).
 
-    ``checkpoint`` names a folder where the search's state is written as Arrow
-    tables every ``checkpoint_every`` seconds (default 600), when a limit or an
-    interrupt stops it, and at the end. ``resume`` continues a checkpointed search
-    from that folder, on any number of workers and with new limits (which count
-    from the resumption); ``network`` may then be None (the checkpoint holds it),
-    and the search keeps checkpointing to the same folder unless ``checkpoint``
-    says otherwise. A checkpoint of another network, cost model or settings is
-    refused with an error naming what differs, and so is a damaged or altered one
-    (docs/checkpoints.md). The folder is locked while the solve uses it; one that
-    holds another search's checkpoint is refused unless ``fresh_checkpoint``
-    (discard it). A user cost model's messages that only pickle can store are read
-    back only with ``trust_checkpoint`` (a pickle can run code).
+    Raises
+    ------
+    NetworkError, CostError, CheckpointError, ValueError
+        Bad input, named with the problem (before any search where it can be told).
+
+    Examples
+    --------
+    >>> from dcmap_dist import solve
+    >>> result = solve("paper-example")
+    >>> round(result.optimal_cost, 6), result.proven_optimal, result.solution_count
+    (54.0, True, 3)
+    >>> result.solutions[0].clusters
+    [['A'], ['B'], ['C'], ['D', 'G'], ['E'], ['F']]
+
+    A cost model can be a function of a cluster-layer's context:
+
+    >>> solve("paper-example", cost=lambda context: float(len(context.nodes)) ** 2).optimal_cost
+    7.0
     """
     _check_arguments(time_limit, max_iterations, memory_limit_mb, alpha, seed, max_solutions, workers,
                      checkpoint_every, snapshot_every)

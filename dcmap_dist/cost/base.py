@@ -47,6 +47,10 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 from ..model.network import Network
 from ..model.topology import layers
 
+__all__ = [
+    "ChildClusterLayer", "ClusterLayerCost", "CostContext", "CostError", "CostModel", "evaluate_mapping",
+]
+
 
 class ChildClusterLayer(NamedTuple):
     """A child cluster-layer as a cost model sees it."""
@@ -146,9 +150,32 @@ class ClusterLayerCost(NamedTuple):
 def evaluate_mapping(
     network: Network, clusters: Iterable[Iterable[str]], model: CostModel
 ) -> list[ClusterLayerCost]:
-    """Cost of every cluster-layer of a mapping, from layer 0 up (no feasibility check).
+    """The cost of every cluster-layer of a mapping, from layer 0 up (no feasibility check).
 
-    Within a layer, cluster-layers go by their sorted node names.
+    Parameters
+    ----------
+    network : Network
+    clusters : iterable of iterables of node names
+        The mapping's clusters (each cluster is cut into cluster-layers, SPEC 2).
+    model : CostModel
+        For example :class:`~dcmap_dist.cost.dcmap.DcmapCost`, or one from
+        :func:`~dcmap_dist.cost.user.load_cost`.
+
+    Returns
+    -------
+    list of ClusterLayerCost
+        Within a layer, cluster-layers go by their sorted node names. Their costs add
+        up to the mapping's.
+
+    Examples
+    --------
+    >>> from dcmap_dist import DcmapCost, evaluate_mapping, load_network
+    >>> network = load_network("paper-example")
+    >>> costs = evaluate_mapping(network, [["A"], ["B"], ["C"], ["D", "G"], ["E"], ["F"]], DcmapCost())
+    >>> costs[2]
+    ClusterLayerCost(nodes=frozenset({'D'}), layer=1, cost=13.6)
+    >>> round(sum(c.cost for c in costs), 6)
+    54.0
     """
     layer = layers(network)
     cluster_of: dict[str, int] = {}

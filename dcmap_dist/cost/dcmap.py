@@ -16,6 +16,8 @@ from ..model.network import Network
 from ..model.topology import layer_nodes, layers, scientific
 from .base import ChildClusterLayer, CostContext, CostError, child_order
 
+__all__ = ["ELIMINATION_ORDERS", "DcmapCost"]
+
 ELIMINATION_ORDERS = ("cpt", "paper", "canonical")
 
 
@@ -30,14 +32,25 @@ class DcmapCost:
     """The computational cost of a backward propagation (SPEC 4.2, the paper's case study).
 
     One unit per table entry produced by a multiplication, ``addition`` (0.6) per
-    addition. ``order`` is the elimination order: ``cpt`` (ascending CPT size, ties
-    by input order), ``paper`` (the published code's order) or ``canonical`` (``cpt`` with
-    node names in place of the input order, also when absorbing children, so that costs do
-    not depend on the order in which the network lists its nodes).
+    addition. A table too large for a float counts ``inf``: such a cluster-layer is in
+    no optimal mapping. A network in which the all-singletons mapping could pass the
+    float range is a CostError.
 
-    A table too large for a float counts ``inf``: such a cluster-layer is in no optimal
-    mapping. A network in which the all-singletons mapping could pass the float range is
-    a CostError.
+    Parameters
+    ----------
+    order : {"cpt", "paper", "canonical"}
+        The elimination order: ``cpt`` (ascending CPT size, ties by input order),
+        ``paper`` (the published code's order) or ``canonical`` (``cpt`` with node names
+        in place of the input order, also when absorbing children, so that costs do not
+        depend on the order in which the network lists its nodes).
+    addition : float
+        The cost of one addition, against 1 for a multiplication.
+
+    Examples
+    --------
+    >>> from dcmap_dist import DcmapCost, solve
+    >>> round(solve("paper-example", cost=DcmapCost(order="paper")).optimal_cost, 6)
+    54.0
     """
 
     order: str = "cpt"

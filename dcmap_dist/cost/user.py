@@ -16,6 +16,8 @@ from ..search.limits import INTERRUPT
 from .base import CostContext, CostError, CostModel, checked_cost
 from .dcmap import DcmapCost
 
+__all__ = ["FunctionCost", "UserCost", "load_cost", "model_description"]
+
 
 class FunctionCost:
     """A user cost function as a model: ``function(ctx)`` returns a cost or a pair
@@ -177,9 +179,29 @@ def model_description(model: CostModel) -> dict[str, Any]:
 def load_cost(spec: str | CostModel | Callable, order: str = "cpt", addition: float = 0.6) -> CostModel:
     """A cost model from ``dcmap``, ``package.module:name``, a model or a callable.
 
-    ``name`` may be a function (see :class:`FunctionCost`), a model object with an
-    ``evaluate`` method, or a class whose no-argument instance is such a model. Every
-    model but :class:`DcmapCost` comes back behind :class:`UserCost`.
+    Parameters
+    ----------
+    spec : str, CostModel or callable
+        ``"dcmap"`` (the built-in :class:`DcmapCost`), or ``"package.module:name"``
+        where ``name`` is a function of a :class:`~dcmap_dist.cost.base.CostContext`
+        (see :class:`FunctionCost`), a model object with an ``evaluate`` method, or a
+        class whose no-argument instance is such a model; or the model or function itself.
+    order, addition : str, float
+        The ``dcmap`` model's settings (see :class:`DcmapCost`).
+
+    Returns
+    -------
+    CostModel
+        :class:`DcmapCost`, or any other model behind :class:`UserCost`, which checks
+        its answers and names the cluster-layer of an error.
+
+    Examples
+    --------
+    >>> from dcmap_dist import load_cost
+    >>> load_cost("dcmap", order="paper")
+    DcmapCost(order='paper', addition=0.6, name='dcmap')
+    >>> type(load_cost(lambda context: float(len(context.nodes)))).__name__
+    'UserCost'
     """
     if isinstance(spec, (DcmapCost, UserCost)):
         return spec

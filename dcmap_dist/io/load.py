@@ -15,6 +15,8 @@ from .bif import read_bif
 from .dynamic import MAX_UNROLLED_NODES, check_unrollable, is_template, unroll
 from .interop import PYAGRUM_SUFFIXES, from_library, library_of, read_with_pyagrum
 
+__all__ = ["bundled_examples", "load_network"]
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"  # dcmap_dist/examples
 # where a bare name that is neither a file nor a bundled example is looked for, to
 # suggest a path: the networks folder beside the checkout and the working directory's
@@ -37,18 +39,42 @@ def bundled_examples() -> list[str]:
 
 def load_network(source: Any, slices: int | None = None, observe: str | Iterable[str] = (),
                  max_nodes: int | None = MAX_UNROLLED_NODES) -> Network:
-    """Load a network from a file path (``.json``, ``.json.gz``, ``.bif``, ``.bif.gz``, or
-    through pyAgrum ``.net``, ``.xdsl``, ...), a JSON object (also networkx's node-link
-    format), a networkx DiGraph, a pgmpy model, a pyAgrum BayesNet or a Network.
+    """Load a Bayesian network, or a 2-slice template unrolled to ``slices`` slices.
 
-    ``slices`` unrolls a 2-slice template (a template given without it is unrolled
-    to one slice). ``observe`` adds observed nodes (a string is one name); on an
-    unrolled template a template node name observes that node in every slice. A
-    bundled example can be named without its path (``paper-example``, ``asia``, ...).
-    A network of more than ``max_nodes`` nodes (None: no limit) is refused with
-    :class:`TooLarge`, a template before it is unrolled. The network's ``origin``
-    records the file as given and the number of slices.
-    Raises :class:`NetworkError` naming the problem, and the file it is in.
+    Parameters
+    ----------
+    source : path, str, dict, networkx.DiGraph, pgmpy model, pyAgrum BayesNet or Network
+        A file (``.json``, ``.json.gz``, ``.bif``, ``.bif.gz``, or through pyAgrum
+        ``.net``, ``.xdsl``, ...), a bundled example's name (``paper-example``,
+        ``asia``, ...), a JSON object (also networkx's node-link format) or a model.
+    slices : int, optional
+        Unroll a 2-slice template to this many slices (a template given without it is
+        unrolled to one slice).
+    observe : str or iterable of str
+        Nodes to mark observed (a string is one name); on an unrolled template, a
+        template node's name observes that node in every slice.
+    max_nodes : int or None
+        Refuse a larger network with :class:`TooLarge` (a template before it is
+        unrolled); None: no limit.
+
+    Returns
+    -------
+    Network
+        Its ``origin`` records the file as given and the number of slices.
+
+    Raises
+    ------
+    NetworkError
+        Naming the problem, and the file it is in.
+
+    Examples
+    --------
+    >>> from dcmap_dist import load_network
+    >>> network = load_network("asia")
+    >>> network.name, len(network.nodes)
+    ('asia', 8)
+    >>> len(load_network("seagrass-2tbn", slices=2).nodes)
+    50
     """
     path = _resolve(Path(source)) if isinstance(source, (str, os.PathLike)) else None
     data = source if path is None else _read(path)  # reading errors name the file

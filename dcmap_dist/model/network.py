@@ -20,6 +20,10 @@ from typing import Any
 
 import networkx as nx
 
+__all__ = [
+    "Network", "NetworkError", "TooLarge", "network_from_dict", "network_from_digraph", "network_from_node_link",
+]
+
 
 class NetworkError(ValueError):
     """Bad input: the message names the problem."""

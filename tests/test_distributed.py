@@ -232,12 +232,12 @@ def test_arrivals_take_this_process_s_message_objects():
     arrived = unpacked(packed([(problem.link_key(root), root)], marshal_them=True))
     handed_out = unpacked(packed([(None, root)], marshal_them=True))[0][1]
     for branch in (arrived[0][1], handed_out):
-        assert all(a[1] == b[1] and a[1] is not b[1] for a, b in zip(branch.cls, root.cls))
+        assert all(a[1] == b[1] and a[1] is not b[1] for a, b in zip(branch.frontier, root.frontier))
     explorer = Explorer(problem, 0.6, 0, LinkShard(0), 0, 1)
     explorer.receive(arrived)
     explorer.adopt([handed_out])
     kept = explorer.queue.branches()
-    assert len(kept) == 2 and all(a[1] is b[1] for branch in kept for a, b in zip(branch.cls, root.cls))
+    assert len(kept) == 2 and all(a[1] is b[1] for branch in kept for a, b in zip(branch.frontier, root.frontier))
 
 
 @pytest.mark.slow

@@ -255,7 +255,7 @@ def completions(problem: Problem, branch, g_min: float) -> Counter:
     rest = problem.remaining(branch)
     token = {}
     for members, _ in branch.comps:
-        shown = tuple(sorted(m for m, _ in branch.cls if m & members and problem.parents_of[m] & rest))
+        shown = tuple(sorted(m for m, _ in branch.frontier if m & members and problem.parents_of[m] & rest))
         for i in bits(members):
             token[i] = ("component", shown)
     start = len(branch.trail)

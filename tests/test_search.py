@@ -358,7 +358,7 @@ def bound_violations(model, seeds) -> tuple[list[str], int, int]:
             for branch, bound, best in records:
                 branches += 1
                 # the remembered bound is the bound computed afresh
-                assert bound == problem.bound._compute(branch.layer, branch.assigned, branch.cls)
+                assert bound == problem.bound._compute(branch.layer, branch.assigned, branch.frontier)
                 assert best < math.inf
                 rest = best - branch.cost
                 if bound > rest + 1e-9 * max(1.0, abs(best)):
@@ -412,7 +412,7 @@ def test_the_bound_charges_every_absorbing_layer_and_the_absorptions_to_come():
     model = DcmapCost()
     problem = Problem(network, model)
     root = problem.root()  # layer 0 placed: {c}
-    (members, message), = root.cls
+    (members, message), = root.frontier
     own = model.node_lower_bounds(network)
     absorber = model.absorber_lower_bounds(network)
     absorbed = model.absorbed_lower_bounds(network)

@@ -8,4 +8,4 @@ cdef class LowerBound:
     cdef public object _own, _absorbed, _absorbing, _unplaced, _above
     cdef public object _absorptions, _absorbers, _groupings, _next_layers
     cdef public dict _known
-    cpdef object lookup(self, object layer, object assigned, object cls)
+    cpdef object lookup(self, object layer, object assigned, object frontier)

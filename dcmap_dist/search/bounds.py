@@ -34,8 +34,8 @@ from ..model.topology import Memo, Topology, bits
 
 
 class LowerBound:
-    """The bound of a branch from its ``layer``, ``assigned`` and frontier ``cls``:
-    ``lookup(layer, assigned, cls)``. ``model`` None: the bound is 0 (no pruning)."""
+    """The bound of a branch from its ``layer``, ``assigned`` and frontier ``frontier``:
+    ``lookup(layer, assigned, frontier)``. ``model`` None: the bound is 0 (no pruning)."""
 
     def __init__(self, topo: Topology, graph: Network, model: Any | None,
                  parents_of: Memo) -> None:
@@ -64,19 +64,19 @@ class LowerBound:
         # (frontier cluster-layer, the unplaced nodes of the next layer to build) -> what
         # that layer's cluster-layers pay for holding its parents there apart or together
         self._groupings = _grouping_bounds(model, graph, topo, parents_of)
-        # (layer, assigned, cls) -> the bound: most children repeat one
+        # (layer, assigned, frontier) -> the bound: most children repeat one
         self._known: dict[tuple, float] = {}
 
-    def lookup(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:
-        """The bound of a branch at ``layer`` with ``assigned`` and frontier ``cls``
+    def lookup(self, layer: int, assigned: int, frontier: tuple[tuple[int, Hashable], ...]) -> float:
+        """The bound of a branch at ``layer`` with ``assigned`` and frontier ``frontier``
         (remembered; a C call from the compiled engine)."""
-        key = (layer, assigned, cls)
+        key = (layer, assigned, frontier)
         bound = self._known.get(key)
         if bound is None:
-            bound = self._known[key] = self._compute(layer, assigned, cls)
+            bound = self._known[key] = self._compute(layer, assigned, frontier)
         return bound
 
-    def _compute(self, layer: int, assigned: int, cls: tuple[tuple[int, Hashable], ...]) -> float:
+    def _compute(self, layer: int, assigned: int, frontier: tuple[tuple[int, Hashable], ...]) -> float:
         """The bound of :meth:`lookup`, computed."""
         topo = self.topo
         bound = self._above[layer]
@@ -92,7 +92,7 @@ class LowerBound:
             next_layers = self._next_layers
             given: dict[int, list] = {}
             grouping = 0.0  # the largest grouping part: those of two children may overlap
-            for item in cls:
+            for item in frontier:
                 found, shared = absorbers[item[0]]
                 for x in found:
                     items = given.get(x)

@@ -149,13 +149,13 @@ class Explorer:
         for key, branch in arrivals:
             survivor = self.offer(key, branch)  # a complete one improves G_min there
             if survivor is not None and within(survivor.bound, self.g_min):
-                survivor.cls = self.problem.interned(survivor.cls)
+                survivor.frontier = self.problem.interned(survivor.frontier)
                 self.queue.push(survivor)
 
     def adopt(self, branches: list[Branch]) -> None:
         """Take over open branches (handed out by the coordinator, or restored)."""
         for branch in branches:
-            branch.cls = self.problem.interned(branch.cls)
+            branch.frontier = self.problem.interned(branch.frontier)
             self.queue.push(branch)
 
     def improve(self, cost: float, trail: tuple) -> None:

@@ -48,7 +48,7 @@ def route(key: tuple, shards: int) -> int:
     if parts and isinstance(parts[0][0], tuple):  # lean: ((frontier, outside), ...), pairs
         masks = [mask for frontier, _ in parts for mask, _ in frontier]
         masks += [outside for _, outside in parts]
-    else:  # full: (layer, comps, cls)
+    else:  # full: (layer, comps, frontier)
         masks = [mask for mask, _ in blocked]
         blocked = parts
     return hash((layer, blocked, *masks)) % shards

@@ -6,12 +6,12 @@ from dcmap_dist.search.bounds cimport LowerBound
 
 
 cdef class Problem:
-    cdef public object key, use_bound, network, graph, model, scheme
+    cdef public object key_kind, use_bound, network, graph, model, scheme
     cdef public Topology topo
     cdef public object _costs, parents_of, children_of, closures
     cdef public object _messages, _reach, _estimates, _estimator
     cdef public LowerBound bound
-    cpdef object _new_cluster_layer(self, object nodes, object cluster, object cls)
+    cpdef object _new_cluster_layer(self, object nodes, object cluster, object frontier)
     cpdef object _apply(self, object branch, object proposal, object joined, object merged, object free,
                         object below, list unfixed, dict single_costs, dict reach,
                         object g_min=*)

@@ -9,7 +9,7 @@ floats) so it can be serialised and moved between processes:
   connected piece of a cluster restricted to the layers done so far; it is open
   while it holds a node with a parent above the last completed layer. ``fixed``
   means its fate at ``layer`` is decided (extended by a new cluster-layer, or not).
-* ``cls``: the frontier cluster-layers ``(members, message)``: those holding a
+* ``frontier``: the frontier cluster-layers ``(members, message)``: those holding a
   node with a parent above the last completed layer. Future costs read only these.
   Messages are the cost model's own values, so a branch or a dominance key means
   the same in every process.
@@ -52,7 +52,7 @@ class Branch:
     layer: int
     assigned: int
     comps: tuple[tuple[int, bool], ...]
-    cls: tuple[tuple[int, Hashable], ...]
+    frontier: tuple[tuple[int, Hashable], ...]
     cost: float
     trail: tuple = (None,)  # (last link record id or None, join masks since)
     link: int | None = None  # id of the last link record (DCMAP only)
@@ -69,14 +69,14 @@ class Branch:
         start of the next layer if it completed one, else where it stands."""
         if self.assigned == -1:
             return self.advanced(record)
-        return Branch(self.layer, self.assigned, self.comps, self.cls, self.cost, (record,), record,
+        return Branch(self.layer, self.assigned, self.comps, self.frontier, self.cost, (record,), record,
                       self.estimate, self.bound)
 
     def advanced(self, record: int | None = None) -> Branch:
         """This completed branch moved to the start of the next layer. Linked at record
         ``record``, its history restarts there; unlinked, it keeps its trail."""
         trail = self.trail if record is None else (record,)
-        return Branch(self.layer + 1, 0, self.comps, self.cls, self.cost, trail,
+        return Branch(self.layer + 1, 0, self.comps, self.frontier, self.cost, trail,
                       self.link if record is None else record, self.estimate, self.bound)
 
 
@@ -87,7 +87,7 @@ class Problem:
                  graph: Network | None = None, key: str = "lean", lower_bound: bool = True) -> None:
         if key not in LINK_KEYS:
             raise ValueError(f"unknown link key {key!r}: choose one of {', '.join(LINK_KEYS)}")
-        self.key = key
+        self.key_kind = key
         self.use_bound = lower_bound
         self.network = network
         self.graph = graph or network  # what cost contexts see: the whole network
@@ -108,7 +108,7 @@ class Problem:
         self._reach = Memo(lambda rest: union_of(topo.desc, rest))
         self._estimates: dict[int, float] = {}
         self._estimator = getattr(model, "estimate", None)
-        # bound.lookup(layer, assigned, cls): the admissible bound on the cost still to come
+        # bound.lookup(layer, assigned, frontier): the admissible bound on the cost still to come
         self.bound = LowerBound(topo, self.graph, model if lower_bound else None, self.parents_of)
 
     # -- small cached facts -------------------------------------------------
@@ -121,7 +121,7 @@ class Problem:
 
     def lower_bound(self, branch: Branch) -> float:
         """Admissible bound on the cost still to come (:mod:`dcmap_dist.search.bounds`)."""
-        return self.bound.lookup(branch.layer, branch.assigned, branch.cls)
+        return self.bound.lookup(branch.layer, branch.assigned, branch.frontier)
 
     def estimate(self, branch: Branch) -> float:
         """The paper's ``h``: the model's estimate of the rest, else the lower bound."""
@@ -134,12 +134,12 @@ class Problem:
             self._estimates[rest] = got
         return got
 
-    def interned(self, cls: tuple[tuple[int, Hashable], ...]) -> tuple[tuple[int, Hashable], ...]:
-        """``cls`` with each message replaced by the one object this process keeps for its
+    def interned(self, frontier: tuple[tuple[int, Hashable], ...]) -> tuple[tuple[int, Hashable], ...]:
+        """``frontier`` with each message replaced by the one object this process keeps for its
         value: a branch from another process brings its own objects, which dict hits would
         compare element by element."""
         messages = self._messages
-        return tuple([(members, messages.setdefault(message, message)) for members, message in cls])
+        return tuple([(members, messages.setdefault(message, message)) for members, message in frontier])
 
     def score(self, branch: Branch) -> Branch:
         """Fill in ``estimate`` (g_hat) and ``bound`` (cost + lower bound)."""
@@ -172,13 +172,13 @@ class Problem:
         """Layer 0 placed: every leaf is its own cluster-layer."""
         cost = 0.0
         comps = []
-        cls = []
+        frontier = []
         for i in bits(self.topo.layer_mask[0]):
             c, msg = self.cluster_layer_cost(1 << i, ())
             cost += c
             comps.append((1 << i, True))
-            cls.append((1 << i, msg))
-        return self.score(self.finish_layer(Branch(0, -1, tuple(comps), tuple(cls), cost)))
+            frontier.append((1 << i, msg))
+        return self.score(self.finish_layer(Branch(0, -1, tuple(comps), tuple(frontier), cost)))
 
     def next_proposal(self, branch: Branch) -> int:
         """Index of the component to expand next: among the unfixed ones with an
@@ -210,7 +210,7 @@ class Problem:
         topo = self.topo
         layer = branch.layer
         free = topo.layer_mask[layer] & ~branch.assigned
-        below = tuple([c for c in branch.cls if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer])
+        below = tuple([c for c in branch.frontier if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer])
         parents_of = self.parents_of
         # (bit, parents) of each unfixed component, by index
         unfixed = [(1 << j, parents_of[members]) for j, (members, fixed) in enumerate(branch.comps) if not fixed]
@@ -227,11 +227,11 @@ class Problem:
         return children
 
     def _new_cluster_layer(self, nodes: int, cluster: int,
-                           cls: tuple[tuple[int, Hashable], ...]) -> tuple[float, Hashable]:
+                           frontier: tuple[tuple[int, Hashable], ...]) -> tuple[float, Hashable]:
         """Cost of a new cluster-layer ``nodes`` whose component (after merging) is
-        ``cluster``; its children are among the frontier cluster-layers ``cls``."""
+        ``cluster``; its children are among the frontier cluster-layers ``frontier``."""
         kids = self.children_of[nodes]
-        return self._costs[(nodes, tuple([(m, m & cluster != 0, msg) for m, msg in cls if m & kids]))]
+        return self._costs[(nodes, tuple([(m, m & cluster != 0, msg) for m, msg in frontier if m & kids]))]
 
     def _apply(self, branch: Branch, proposal: int, joined: int, merged: int, free: int,
                below: tuple[tuple[int, Hashable], ...], unfixed: list[tuple[int, int]],
@@ -246,14 +246,14 @@ class Problem:
         remembers, for the expansion, the parents of those outside each ``merged``."""
         comps = branch.comps
         cost = branch.cost
-        cls = list(branch.cls)
+        frontier = list(branch.frontier)
         if joined:
             union = joined
             for j in bits(merged):
                 union |= comps[j][0]
             c, msg = self._new_cluster_layer(joined, union, below)
             cost += c
-            cls.append((joined, msg))
+            frontier.append((joined, msg))
         reachable = reach.get(merged)  # parents of the components still unfixed
         if reachable is None:
             reachable = 0
@@ -268,15 +268,15 @@ class Problem:
                 c, msg = self._new_cluster_layer(1 << i, 1 << i, below)
                 single = single_costs[i] = (c, (1 << i, msg))
             cost += single[0]
-            cls.append(single[1])
+            frontier.append(single[1])
         layer = branch.layer
         assigned = branch.assigned | joined | singles
         done = assigned == self.topo.layer_mask[layer]
         if done:  # the layer is complete: keep what the future reads (as finish_layer)
             assigned = -1
-            cls = self._read_later(cls, layer)
-        cls = tuple(cls)
-        bound = cost + self.bound.lookup(layer, assigned, cls)
+            frontier = self._read_later(frontier, layer)
+        frontier = tuple(frontier)
+        bound = cost + self.bound.lookup(layer, assigned, frontier)
         if not within(bound, g_min):
             return None
         trail = branch.trail
@@ -297,7 +297,7 @@ class Problem:
             new_comps[proposal] = (comps[proposal][0], True)
         new_comps.extend([(1 << i, True) for i in bits(singles)])
         new_comps = self._comps_read_later(new_comps, layer) if done else tuple(new_comps)
-        child = Branch(layer, assigned, new_comps, cls, cost, trail, branch.link)
+        child = Branch(layer, assigned, new_comps, frontier, cost, trail, branch.link)
         child.bound = bound
         child.estimate = bound if self._estimator is None else cost + self.estimate(child)
         return child
@@ -307,8 +307,8 @@ class Problem:
         read; the branch then stands at the start of the next layer (``assigned = -1``
         marks "layer done, not yet linked")."""
         comps = self._comps_read_later(branch.comps, branch.layer)
-        cls = tuple(self._read_later(branch.cls, branch.layer))
-        return Branch(branch.layer, -1, comps, cls, branch.cost, branch.trail, branch.link)
+        frontier = tuple(self._read_later(branch.frontier, branch.layer))
+        return Branch(branch.layer, -1, comps, frontier, branch.cost, branch.trail, branch.link)
 
     def _comps_read_later(self, comps: list | tuple, layer: int) -> tuple[tuple[int, bool], ...]:
         """The components a completed layer keeps, all unfixed again for the next layer."""
@@ -339,18 +339,18 @@ class Problem:
         layer = branch.layer
         if branch.layer_done:
             rest = topo.above[layer]
-            comps, cls = branch.comps, branch.cls
+            comps, frontier = branch.comps, branch.frontier
         else:
             rest = topo.above[layer] | (topo.layer_mask[layer] & ~branch.assigned)
             parents_of = self.parents_of
             comps = tuple([comp for comp in branch.comps if parents_of[comp[0]] & rest])
-            cls = tuple([item for item in branch.cls if parents_of[item[0]] & rest])
-        if self.key == "full":
-            return (layer if branch.layer_done else (layer, branch.assigned)), comps, cls
+            frontier = tuple([item for item in branch.frontier if parents_of[item[0]] & rest])
+        if self.key_kind == "full":
+            return (layer if branch.layer_done else (layer, branch.assigned)), comps, frontier
         known = self.closures
         parts = []
         for members, fixed in comps:
-            items = tuple([c for c in cls if c[0] & members])
+            items = tuple([c for c in frontier if c[0] & members])
             # headed by its first cluster-layer's mask: the parts' items are disjoint, so
             # this orders them as their items would, comparing ints only
             parts.append((items[0][0], items, members, known[members], fixed))

@@ -34,14 +34,14 @@ class Coordinator(WorkerSteps, Snapshots):
     def __init__(self, workers: int, cpus_per_worker: float) -> None:
         self.size = workers
         self.cpus = cpus_per_worker
-        self.run = uuid.uuid4().hex[:8]
+        self.run_id = uuid.uuid4().hex[:8]
         self.spawned = 0
         self.workers = [self._spawn() for _ in range(workers)]
 
     def _spawn(self) -> Any:
         self.spawned += 1
         actor = ray.remote(concurrency_groups={LOOKUPS: 1})(Worker).options(
-            num_cpus=self.cpus, max_restarts=0, name=f"dcmap-worker-{self.run}-{self.spawned}",
+            num_cpus=self.cpus, max_restarts=0, name=f"dcmap-worker-{self.run_id}-{self.spawned}",
             namespace="dcmap", scheduling_strategy="SPREAD", enable_task_events=False)
         return actor.remote()
 
@@ -59,9 +59,11 @@ class Coordinator(WorkerSteps, Snapshots):
         self.cpu = time.process_time()
         self.before = resume.elapsed if resume else 0.0  # seconds searched before a resumption
         self.owners = resume.next_owner if resume else 1  # owner numbers of link shards
-        self.table = Explorer(self.problem, 0.0, 0, None if self.sharded else LinkShard(self.owners), notify=True)
+        # its own explorer: G_min always; with the table on the coordinator, the link table
+        # and the branches waiting to be dealt out
+        self.explorer = Explorer(self.problem, 0.0, 0, None if self.sharded else LinkShard(self.owners), notify=True)
         self.owners += 1
-        self.table.g_min = g_min
+        self.explorer.g_min = g_min
         self.totals = {"steps": 0, "received": 0, "sent": 0, "bytes": 0, "coordinator_busy": 0.0,
                        "snapshots": 0, "snapshot_seconds": 0.0, "recoveries": 0}
         self.iterations = resume.iterations if resume else 0
@@ -96,7 +98,7 @@ class Coordinator(WorkerSteps, Snapshots):
     def _deliver(self, arrivals: list[tuple[tuple, Branch]]) -> None:
         """Send completions to the owners of their keys (settled in their next step)."""
         if not self.sharded:
-            self.table.receive(arrivals)
+            self.explorer.receive(arrivals)
             return
         batches: dict[int, list] = {}
         for key, branch in arrivals:
@@ -110,7 +112,7 @@ class Coordinator(WorkerSteps, Snapshots):
         be settled in their first step. With the table on the coordinator, it keeps the
         table and deals the branches out."""
         if not self.sharded:
-            self.table.load(state)  # the records first, then the arrivals settled against them
+            self.explorer.load(state)  # the records first, then the arrivals settled against them
             return
         self._deliver(state.arrivals)
         parts = [SearchState(dominated=state.dominated) for _ in range(self.size)]
@@ -127,11 +129,10 @@ class Coordinator(WorkerSteps, Snapshots):
             self.stats[i] = StepReport.before_first_step(len(part.branches))
 
     def _load_workers(self) -> None:
-        shards = self.size if self.sharded else 0
         loads = []
         for i, w in enumerate(self.workers):
-            loads.append(w.load.remote(self.spec, self.settings["alpha"], self.settings["seed"], i, shards,
-                                       self.owners))
+            loads.append(w.load.remote(self.spec, self.settings["alpha"], self.settings["seed"], i, self.sharded,
+                                       self.size, self.owners))
             self.owners += 1
         ray.get(loads)
 
@@ -191,7 +192,7 @@ class Coordinator(WorkerSteps, Snapshots):
         bounds = [s.least_bound if s.least_bound is not None else self.root_bound
                   for s in self.stats if s.least_bound is not None or s.open_branches]
         bounds += [b.bound for hand in self.hands for b in hand]
-        return min([*bounds, self.table.least_bound(), self.table.g_min])
+        return min([*bounds, self.explorer.least_bound(), self.explorer.g_min])
 
     def exact_least_bound(self) -> float:
         """The least bound over every open branch in every worker and every batch in flight."""
@@ -201,16 +202,16 @@ class Coordinator(WorkerSteps, Snapshots):
         for ref in (ref for refs in self.inbox for ref in refs):
             batch = ray.get(ref) if isinstance(ref, ray.ObjectRef) else ref
             bounds += [branch.bound for _, branch in unpacked(batch)]
-        return min([*bounds, self.table.least_bound(), self.table.g_min])
+        return min([*bounds, self.explorer.least_bound(), self.explorer.g_min])
 
     def progress(self) -> dict[str, Any]:
         elapsed = self.elapsed()
         return {
-            "done": self.stop is not None, "iterations": self.iterations, "best": self.table.g_min,
+            "done": self.stop is not None, "iterations": self.iterations, "best": self.explorer.g_min,
             "lower_bound": self.least_bound(),
-            "open": sum(s.open_branches for s in self.stats) + sum(map(len, self.hands)) + self.table.open_count(),
+            "open": sum(s.open_branches for s in self.stats) + sum(map(len, self.hands)) + self.explorer.open_count(),
             "records": sum(s.link_records for s in self.stats)
-            + (len(self.table.shard.entries) if self.table.shard is not None else 0),
+            + (len(self.explorer.shard.entries) if self.explorer.shard is not None else 0),
             "workers": len(self.workers), "elapsed": elapsed,
             "rate": self.iterations / elapsed if elapsed > 0 else 0.0, "memory_mb": self.peak_memory,
             "trace": list(self.trace),
@@ -236,16 +237,16 @@ class Coordinator(WorkerSteps, Snapshots):
             finals = [e for e in ray.get([w.final_entry.remote() for w in self.workers]) if e is not None]
             records = sum(ray.get([w.link_records.remote() for w in self.workers]))
         else:
-            found = self.table.shard.entries.get(self.table.final_key)
+            found = self.explorer.shard.entries.get(self.explorer.final_key)
             finals = [found] if found is not None else []
-            records = len(self.table.shard.entries)
+            records = len(self.explorer.shard.entries)
         self.histories = gather_histories([(f.record,) for f in finals], self._lookup)
         busy = [s.busy for s in self.stats]
         return {
             "worker_cpu": [s.cpu for s in self.stats], "coordinator_cpu": time.process_time() - self.cpu,
             "stop": self.stop, "iterations": self.iterations, "trace": list(self.trace),
             "final": finals[0] if finals else None,
-            "lower_bound": self.table.g_min if self.stop == StopReason.FINISHED else self.exact_least_bound(),
+            "lower_bound": self.explorer.g_min if self.stop == StopReason.FINISHED else self.exact_least_bound(),
             "memory_mb": self.peak_memory, "coordinator_memory_mb": self.coordinator_memory, "link_records": records,
             "elapsed": self.elapsed(), "worker_busy": busy, "workers": self.size,
             "link_table": self.settings["link_table"], **self.totals,
@@ -273,7 +274,7 @@ class Coordinator(WorkerSteps, Snapshots):
         return gather_histories(trails, self.lookup, first=True)
 
     def _lookup(self, records: set[int]) -> dict[int, list]:
-        found = self.table.shard.lookup(records) if self.table.shard is not None else {}
+        found = self.explorer.shard.lookup(records) if self.explorer.shard is not None else {}
         # answered between the expansions of a running step, not after the steps queued there
         calls = [w.lookup.options(concurrency_group=LOOKUPS).remote(records) for w in self.workers]
         for part in ray.get(calls):

@@ -230,7 +230,7 @@ class RaySearch:
         self.problem = problem
         self.limits = limits
         self.on_improvement = on_improvement
-        spec = SearchSpec(problem.network, problem.graph, problem.model, problem.scheme, problem.key,
+        spec = SearchSpec(problem.network, problem.graph, problem.model, problem.scheme, problem.key_kind,
                           problem.use_bound)
         self.first = first = resume.first if resume else incumbent(problem, Stopwatch(limits))
         ship_by_value(spec.model)

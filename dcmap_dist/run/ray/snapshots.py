@@ -36,7 +36,7 @@ class Snapshots:
         snap = self.snapshot
         return {"workers": list(snap["workers"]), "inbox": [ref for refs in snap["inbox"] for ref in refs],
                 "table": snap["table"], "iterations": self.iterations, "elapsed": self.elapsed(),
-                "g_min": self.table.g_min, "trace": list(self.trace), "next_owner": self.owners}
+                "g_min": self.explorer.g_min, "trace": list(self.trace), "next_owner": self.owners}
 
     def _snapshot_due(self) -> bool:
         """``snapshot_every`` seconds have passed since the last snapshot, and at least
@@ -50,8 +50,8 @@ class Snapshots:
 
     def _state_size(self) -> int:
         """Open branches and link records held by the workers and the coordinator."""
-        table = self.table
-        held = table.open_count() + (len(table.shard.entries) if table.shard is not None else 0)
+        own = self.explorer
+        held = own.open_count() + (len(own.shard.entries) if own.shard is not None else 0)
         return held + sum(s.open_branches + s.link_records for s in self.stats)
 
     def _take_snapshot(self) -> None:
@@ -65,7 +65,7 @@ class Snapshots:
         states = [state for _, state in calls]
         self.snapshot = {
             "workers": states, "inbox": [list(x) for x in self.inbox], "unheard": [list(x) for x in self.unheard],
-            "table": pickle.dumps(self._table_state(), protocol=5), "g_min": self.table.g_min,
+            "table": pickle.dumps(self._table_state(), protocol=5), "g_min": self.explorer.g_min,
             "iterations": self.iterations,
             "trace": list(self.trace), "stats": list(self.stats), "totals": dict(self.totals),
         }
@@ -79,7 +79,7 @@ class Snapshots:
     def _table_state(self) -> SearchState:
         """The coordinator's own share: its open branches, those dealt out and not yet
         taken, and (the link table on the coordinator) the link records."""
-        state = self.table.export()
+        state = self.explorer.export()
         state.branches += [branch for hand in self.hands for branch in hand]
         return state
 
@@ -100,10 +100,10 @@ class Snapshots:
         snap = self.snapshot
         self._load_workers()
         ray.get([w.restore.remote(state) for w, state in zip(self.workers, snap["workers"])])
-        self.table = Explorer(self.problem, 0.0, 0, None if self.sharded else LinkShard(self.owners), notify=True)
+        self.explorer = Explorer(self.problem, 0.0, 0, None if self.sharded else LinkShard(self.owners), notify=True)
         self.owners += 1
-        self.table.load(pickle.loads(snap["table"]))
-        self.table.g_min = snap["g_min"]
+        self.explorer.load(pickle.loads(snap["table"]))
+        self.explorer.g_min = snap["g_min"]
         self.inbox = [list(x) for x in snap["inbox"]]
         self.hands = [[] for _ in range(self.size)]  # the dealt branches are back in the table
         self.unheard = [list(x) for x in snap["unheard"]]

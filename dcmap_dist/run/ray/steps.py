@@ -72,7 +72,7 @@ class WorkerSteps:
         if bound:
             self.next_bound[i] = now + BOUND_SECONDS
         own = self.stats[i].iterations
-        order = StepOrder(self.table.g_min, self.unheard[i], self.hands[i], self.iterations, own, self.elapsed(),
+        order = StepOrder(self.explorer.g_min, self.unheard[i], self.hands[i], self.iterations, own, self.elapsed(),
                           STEP_SECONDS, time_left, self.limits.memory_limit_mb,
                           None if allowance is None else own + allowance, destinations, bound)
         self.running[i].append(self.workers[i].step.options(num_returns=1 + destinations).remote(
@@ -104,7 +104,7 @@ class WorkerSteps:
         self.totals["steps"] += 1
         self.iterations += s.expanded
         self.trace.extend(s.improvements)
-        self.table.g_min = min(self.table.g_min, s.g_min)
+        self.explorer.g_min = min(self.explorer.g_min, s.g_min)
         self._notify(s.notices)
         self.totals["received"] += s.received
         self.totals["sent"] += sum(s.sent)
@@ -121,14 +121,14 @@ class WorkerSteps:
         if s.stop not in (StepEnd.IDLE, StepEnd.BUDGET, StopReason.MAX_ITERATIONS):
             self.stop = s.stop
         if arrivals:
-            self.table.iteration_offset = self.iterations
-            self.table.time_offset = self.elapsed()
+            self.explorer.iteration_offset = self.iterations
+            self.explorer.time_offset = self.elapsed()
             for batch in ray.get(arrivals):
-                self.table.receive(unpacked(batch))
-            self.trace.extend(self.table.improvements)
-            self.table.improvements = []
-            self._notify(self.table.notices)
-            self.table.notices = []
+                self.explorer.receive(unpacked(batch))
+            self.trace.extend(self.explorer.improvements)
+            self.explorer.improvements = []
+            self._notify(self.explorer.notices)
+            self.explorer.notices = []
 
     def _notify(self, notices: list[int]) -> None:
         """Dominated records, for every worker's next step."""
@@ -145,19 +145,19 @@ class WorkerSteps:
 
     def _finished(self) -> bool:
         return (not any(self.running) and not any(self.inbox) and not any(self.hands)
-                and self.table.open_count() == 0 and all(s.open_branches == 0 for s in self.stats))
+                and self.explorer.open_count() == 0 and all(s.open_branches == 0 for s in self.stats))
 
     def _deal(self) -> None:
         """The coordinator's surviving branches, cheapest first, dealt to the workers
         holding the fewest open branches first, free workers before busy ones
         (coordinator placement only); each takes its hand with its next step."""
-        if self.table.open_count() == 0:
+        if self.explorer.open_count() == 0:
             return
         loads = [(bool(self.running[i]), self.stats[i].open_branches + len(self.hands[i])) for i in range(self.size)]
         order = sorted(range(self.size), key=loads.__getitem__)
         k = 0
-        while (branch := self.table.queue.pop(True)) is not None:
-            if within(branch.bound, self.table.g_min) and branch.link not in self.table.dominated:
+        while (branch := self.explorer.queue.pop(True)) is not None:
+            if within(branch.bound, self.explorer.g_min) and branch.link not in self.explorer.dominated:
                 self.hands[order[k % self.size]].append(branch)
                 k += 1
 

@@ -34,11 +34,11 @@ class SearchSpec:
     graph: Network  # the whole network (cost contexts see it)
     model: CostModel
     scheme: str
-    key: str
+    key_kind: str  # the link key: lean or full
     use_bound: bool
 
     def problem(self) -> Problem:
-        return Problem(self.network, self.model, self.scheme, graph=self.graph, key=self.key,
+        return Problem(self.network, self.model, self.scheme, graph=self.graph, key=self.key_kind,
                        lower_bound=self.use_bound)
 
 
@@ -56,7 +56,7 @@ def packed(arrivals: list[tuple[tuple, Branch]], marshal_them: bool) -> bytes:
     its fields, written with :mod:`marshal` when ``marshal_them`` (see
     :func:`marshallable`; a third of the time pickle took, which reduced every ``Branch``
     in Python), else pickled. The first byte says which."""
-    rows = [(key, (b.layer, b.assigned, b.comps, b.cls, b.cost, b.trail, b.link, b.estimate, b.bound))
+    rows = [(key, (b.layer, b.assigned, b.comps, b.frontier, b.cost, b.trail, b.link, b.estimate, b.bound))
             for key, b in arrivals]
     if marshal_them:
         return b"M" + marshal.dumps(rows)
@@ -93,10 +93,13 @@ class Worker:
     def pid(self) -> int:
         return os.getpid()
 
-    def load(self, spec: SearchSpec, alpha: float, seed: int, index: int, shards: int, owner: int) -> None:
-        """Start a new search: ``shards`` > 0 means this worker owns shard ``index``."""
-        shard = LinkShard(owner) if shards else None
-        self.explorer = Explorer(spec.problem(), alpha, seed + index, shard, index, max(shards, 1))
+    def load(self, spec: SearchSpec, alpha: float, seed: int, index: int, sharded: bool, workers: int,
+             owner: int) -> None:
+        """Start a new search as worker ``index`` of ``workers``; ``sharded``: it owns shard
+        ``index`` of the link table (its records numbered as owner ``owner``), else the
+        coordinator holds the table and every completion goes there."""
+        shard = LinkShard(owner) if sharded else None
+        self.explorer = Explorer(spec.problem(), alpha, seed + index, shard, index, workers if sharded else 1)
         self.marshal = marshallable(spec.model)
         self.busy = 0.0
         self.cpu = time.process_time()

@@ -39,3 +39,19 @@ def ray_session():
              log_to_driver=False, configure_logging=False)
     yield ray
     distributed.disconnect()
+
+
+@pytest.fixture(scope="module")
+def paper():
+    """The paper's example network (its Figure 1)."""
+    from dcmap_dist.io.load import load_network
+
+    return load_network("paper-example")
+
+
+@pytest.fixture(scope="module")
+def child():
+    """bnlearn's child network (bundled)."""
+    from dcmap_dist.io.load import load_network
+
+    return load_network("child")

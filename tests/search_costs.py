@@ -1,5 +1,5 @@
-"""Helpers for tests/test_search.py and tests/test_cli.py: seeded random networks
-and deterministic user cost models (loadable as ``search_costs:<name>``).
+"""Helpers for the search's tests (test_solve.py, test_problem.py, ...) and
+tests/test_cli.py: seeded random networks and deterministic user cost models (loadable as ``search_costs:<name>``).
 
 Every hash here is stable across processes (zlib.crc32 over a canonical repr),
 never Python's salted ``hash()``.

@@ -1,0 +1,153 @@
+"""Tests of search/bounds.py: the lower bound is admissible on every branch of the whole
+expansion tree, for the built-in and user models, and the check catches a raised bound."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from search_costs import random_network, same_cluster_cost
+from search_helpers import SCHEMES, walk_tree
+
+from dcmap_dist.cost.dcmap import DcmapCost
+from dcmap_dist.cost.user import load_cost
+from dcmap_dist.model.network import Network
+from dcmap_dist.search.problem import Problem
+
+
+class BoundedSameCluster:
+    """A user model with its own admissible node_lower_bounds: cost 1 + 0.5 per node
+    + 2 per child cluster-layer in another cluster; every node pays at least 0.5."""
+
+    name = "bounded"
+
+    def params(self):
+        return {}
+
+    def evaluate(self, ctx):
+        return same_cluster_cost(ctx), ctx.nodes
+
+    def node_lower_bounds(self, graph):
+        return {x: 0.5 for x in graph.nodes}
+
+LB_MODELS = {
+    "cpt": DcmapCost("cpt"),
+    "paper": DcmapCost("paper"),
+    "cpt-add0": DcmapCost("cpt", addition=0.0),
+    "paper-add1.5": DcmapCost("paper", addition=1.5),
+    "user": BoundedSameCluster(),
+}
+
+
+def bound_violations(model, seeds) -> tuple[list[str], int, int]:
+    """Walk every branch of random networks: the branches whose bound exceeds their true
+    cheapest completion, and how many branches had a positive bound, of how many."""
+    violations = []
+    positive = 0
+    branches = 0
+    for seed in seeds:
+        network = random_network(seed, 5, 8)
+        if seed % 2:  # more observed nodes
+            network = network.with_observed(network.nodes[:2])
+        for scheme in SCHEMES:
+            problem = Problem(network, model, scheme)
+            records, leaves = walk_tree(problem)
+            for branch, bound, best in records:
+                branches += 1
+                # the remembered bound is the bound computed afresh
+                assert bound == problem.bound._compute(branch.layer, branch.assigned, branch.frontier)
+                assert best < math.inf
+                rest = best - branch.cost
+                if bound > rest + 1e-9 * max(1.0, abs(best)):
+                    violations.append(f"seed {seed} {scheme}: bound {bound} > true rest {rest} "
+                                      f"(layer {branch.layer}, assigned {branch.assigned})")
+                if bound > 0:
+                    positive += 1
+                # the branch's stored bound is its cost plus the lower bound
+                if not problem.is_complete(branch):
+                    assert branch.bound == pytest.approx(branch.cost + bound, rel=1e-12)
+                    if isinstance(model, DcmapCost):
+                        assert bound > 0  # every unplaced node pays at least its CPT
+    return violations, positive, branches
+
+
+@pytest.mark.parametrize("model_name", list(LB_MODELS))
+def test_lower_bound_is_admissible(model_name):
+    violations, positive, branches = bound_violations(LB_MODELS[model_name], range(400, 430))
+    assert not violations, "\n".join(violations[:20])
+    assert positive > branches // 4
+
+
+class RaisedAbsorptions(DcmapCost):
+    """The dcmap model with its absorption bound raised by 2%: no longer admissible."""
+
+    def absorption_lower_bound(self, graph, absorber, children):
+        return 1.02 * super().absorption_lower_bound(graph, absorber, children)
+
+
+class RaisedGroupings(DcmapCost):
+    """The dcmap model with its grouping bound raised by half: no longer admissible. (The
+    grouping part is the largest over the frontier and binds a whole branch's bound less
+    often than the others; raised by 2% it is caught by the oracle test in test_cost.py.)"""
+
+    def grouping_lower_bound(self, graph, nodes, message, parents, layer_nodes):
+        return 1.5 * super().grouping_lower_bound(graph, nodes, message, parents, layer_nodes)
+
+
+@pytest.mark.parametrize("model, seeds", [(RaisedAbsorptions(), range(400, 430)), (RaisedGroupings(), range(400, 500))],
+                         ids=["absorptions", "groupings"])
+def test_the_admissibility_walk_catches_a_bound_part_raised(model, seeds):
+    violations, _, _ = bound_violations(model, seeds)
+    assert violations
+
+
+def test_the_bound_charges_every_absorbing_layer_and_the_absorptions_to_come():
+    # the leaf c has parents b (layer 1) and a (layer 2): both cluster-layers absorb
+    # c's message; b (parents a and r) is absorbed by the cluster-layer(s) of layer 2
+    states = {"a": 2, "r": 3, "b": 3, "c": 2}
+    network = Network("skip", list(states), states, [("a", "b"), ("r", "b"), ("b", "c"), ("a", "c")])
+    model = DcmapCost()
+    problem = Problem(network, model)
+    root = problem.root()  # layer 0 placed: {c}
+    (members, message), = root.frontier
+    own = model.node_lower_bounds(network)
+    absorber = model.absorber_lower_bounds(network)
+    absorbed = model.absorbed_lower_bounds(network)
+    assert absorber == {"a": 2.0, "r": 3.0, "b": 3.0, "c": 2.0}
+    # b: its parents a and r together (0.6 (6 - 5), and cpt(r) (2 - 1) = 3 more: r, eliminated
+    # first, with a multiplied in) or apart (0.6 (6 - 2) + 0.6 (6 - 3)); c: b just above, a further up
+    assert absorbed == {"b": pytest.approx(0.6 + 3.0), "c": pytest.approx(0.6 * 3 + 0.6 * 4)}
+    # c's message {a, b} (6 entries) is absorbed in layer 1 by b's cluster-layer, which
+    # keeps all of it (6 to multiply in), and in layer 2 by a's, which keeps {a}
+    assert message == frozenset("ab")
+    by_b = model.absorption_lower_bound(network, "b", ((frozenset("c"), message),))
+    by_a = model.absorption_lower_bound(network, "a", ((frozenset("c"), message),))
+    assert (by_b, by_a) == (pytest.approx(6.0), pytest.approx(0.6 * (6 - 2) + 2))
+    expected = (own["a"] + own["r"] + own["b"]
+                + by_b + by_a  # layers 1 and 2
+                + absorber["a"] + absorber["r"]  # each absorbs b's layer (c's is placed)
+                + absorbed["b"])  # layer 1's largest; layer 2 has roots only
+    assert problem.lower_bound(root) == pytest.approx(expected, rel=1e-12)
+    # switched off, the bound is 0
+    assert Problem(network, model, lower_bound=False).lower_bound(root) == 0.0
+
+
+class PerMessage:
+    """A user model with only a per-message bound: 1 for every absorption."""
+
+    name = "per-message"
+
+    def evaluate(self, ctx):
+        return 1.0 + len(ctx.children), ctx.nodes
+
+    def message_lower_bound(self, graph, nodes, message):
+        return 1.0
+
+
+def test_a_per_message_bound_is_charged_once_per_absorbing_layer():
+    # c (placed at the root) has parents in layers 1 (b) and 2 (a): two absorptions;
+    # b (unplaced) is charged nothing by this model
+    states = {"a": 2, "r": 3, "b": 3, "c": 2}
+    network = Network("skip", list(states), states, [("a", "b"), ("r", "b"), ("b", "c"), ("a", "c")])
+    problem = Problem(network, load_cost(PerMessage()))
+    assert problem.lower_bound(problem.root()) == 2.0

@@ -88,7 +88,7 @@ class RaisedAbsorptions(DcmapCost):
 class RaisedGroupings(DcmapCost):
     """The dcmap model with its grouping bound raised by half: no longer admissible. (The
     grouping part is the largest over the frontier and binds a whole branch's bound less
-    often than the others; raised by 2% it is caught by the oracle test in test_cost.py.)"""
+    often than the others; raised by 2% it is caught by the oracle test in test_cost_dcmap.py.)"""
 
     def grouping_lower_bound(self, graph, nodes, message, parents, layer_nodes):
         return 1.5 * super().grouping_lower_bound(graph, nodes, message, parents, layer_nodes)

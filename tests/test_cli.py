@@ -29,7 +29,7 @@ OPTIMAL_SET = {
         [["A", "D", "G"], ["F"], ["E"], ["B"], ["C"]],
     )
 }
-# the cluster-layers of OPTIMAL (worked by hand in tests/test_cost.py)
+# the cluster-layers of OPTIMAL (worked by hand in tests/test_cost_dcmap.py)
 OPTIMAL_LAYERS = {
     ("F",): (0, 5.2), ("G",): (0, 10.4), ("D",): (1, 13.6), ("E",): (1, 7.2),
     ("A",): (2, 7.2), ("B",): (2, 5.2), ("C",): (2, 5.2),

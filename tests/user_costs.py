@@ -1,4 +1,4 @@
-"""User cost models for tests/test_cost.py, loaded as ``user_costs:<name>``."""
+"""User cost models for tests/test_cost_user.py, loaded as ``user_costs:<name>``."""
 
 from __future__ import annotations
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
+from shared_networks import NETWORKS
 
 from dcmap_dist.io.bif import parse_bif, read_bif
 from dcmap_dist.model.network import NetworkError
 
-NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
 if not NETWORKS.is_dir():
     pytest.skip(f"no network directory {NETWORKS}", allow_module_level=True)
 

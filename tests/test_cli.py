@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared_networks import NETWORKS
 
 from dcmap_dist.cli import main
 from dcmap_dist.io.load import load_network
 from dcmap_dist.solve import solve
 
 TESTS = Path(__file__).resolve().parent
-NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
 
 OPTIMAL = [["A"], ["F"], ["D", "G"], ["E"], ["B"], ["C"]]
 OPTIMAL_SET = {
@@ -151,6 +151,7 @@ def test_cost_of_every_optimal_mapping(capsys, tmp_path, order):
 def test_cost_with_a_user_function(capsys, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(TESTS))
     from search_costs import hash_cost
+
     from dcmap_dist.cost.base import evaluate_mapping
     from dcmap_dist.cost.user import FunctionCost
 

@@ -11,28 +11,20 @@ import itertools
 import json
 import math
 import random
-from pathlib import Path
 
 import pytest
 from cost_helpers import OPTIMAL, total
 from search_costs import random_network
+from shared_networks import shared
 
-from dcmap_dist.cost.base import (ChildClusterLayer, ClusterLayerCost, CostContext, CostError, child_order, evaluate_mapping, sort_children)
+from dcmap_dist.cost.base import (ChildClusterLayer, ClusterLayerCost, CostContext, CostError, child_order,
+                                  evaluate_mapping, sort_children)
 from dcmap_dist.cost.dcmap import DcmapCost, elimination_positions
 from dcmap_dist.cost.user import load_cost
 from dcmap_dist.io.load import load_network
 from dcmap_dist.model.mappings import check_mapping, enumerate_mappings
 from dcmap_dist.model.network import Network, NetworkError
 from dcmap_dist.model.topology import Topology, layers
-
-NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
-
-
-def shared(name: str) -> Path:
-    path = NETWORKS / name
-    if not path.exists():
-        pytest.skip(f"{path} is missing")
-    return path
 
 
 def partition(clusters) -> frozenset[frozenset[str]]:

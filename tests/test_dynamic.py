@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from shared_networks import shared
 
 from dcmap_dist.io.dynamic import is_template, recover_template, unroll
 from dcmap_dist.io.load import load_network
 from dcmap_dist.model.network import Network, NetworkError, TooLarge, read_json
-
-NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
 
 TINY = {
     "name": "tiny",
@@ -20,12 +17,6 @@ TINY = {
     "observed": ["c"],
 }
 
-
-def shared(name: str) -> Path:
-    path = NETWORKS / name
-    if not path.exists():
-        pytest.skip(f"{path} is missing")
-    return path
 
 
 def read_shared_bif(name: str) -> Network:

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import networkx as nx
 import numpy as np
 import pytest
+from search_costs import random_network
+from shared_networks import shared
 
 from dcmap_dist.io.load import load_network
 from dcmap_dist.model.mappings import MappingError, check_mapping, cluster_problem, enumerate_mappings
 from dcmap_dist.model.network import Network, NetworkError
 from dcmap_dist.model.topology import Topology, eta, layer_nodes, layers, long_arcs, same_cluster_matrix
-from search_costs import random_network
-
-NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
-
-
-def shared(name: str) -> Path:
-    path = NETWORKS / name
-    if not path.exists():
-        pytest.skip(f"{path} is missing")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -304,8 +294,8 @@ def test_enumeration_matches_brute_force_on_random_dags():
 
 
 def test_the_brute_force_guard_bounds_the_number_of_mappings_and_refuses_past_its_limit(paper):
-    from dcmap_dist.search.heuristics import BRUTE_FORCE_LIMIT, _bell, brute_force, mapping_bound
     from dcmap_dist.cost.dcmap import DcmapCost
+    from dcmap_dist.search.heuristics import BRUTE_FORCE_LIMIT, _bell, brute_force, mapping_bound
     from dcmap_dist.search.problem import Problem
 
     assert [_bell(n) for n in range(1, 12)] == [1, 2, 5, 15, 52, 203, 877, 4140, 21147, 115975, 678570]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -249,10 +251,7 @@ def test_pyagrum_formats_without_pyagrum_say_what_to_install(tmp_path, monkeypat
 # -- input that must not cost the machine (issue 30) ------------------------------------------
 
 
-def cli(*args: str, env: dict | None = None) -> "subprocess.CompletedProcess":
-    import os
-    import subprocess
-
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dcmap_dist", *args], capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=120, env={**os.environ, **(env or {})})
 

@@ -16,7 +16,7 @@ import numpy
 
 from ._version import __version__
 from .io.outputs import json_cost
-from .search.limits import StopReason
+from .limits import StopReason
 
 __all__ = ["Solution", "SolveResult"]
 

@@ -23,7 +23,7 @@ from .result import Solution, SolveResult, environment
 from .run.serial import dcmap_search
 from .search.audit import Audit
 from .search.heuristics import all_singletons, bfs_search, brute_force
-from .search.limits import Limits, StopReason, memory_mb
+from .limits import Limits, StopReason, memory_mb
 from .search.linking import trail_count, trail_joins
 from .search.outcome import Saver, SearchOutcome
 from .search.problem import Problem, joins_to_clusters, within

@@ -77,7 +77,7 @@ def warm(workers: int) -> None:
     a timed run measures the search and not the start of the actors' processes (a
     session's first search pays that once, about half a second here)."""
     from dcmap_dist.cost.dcmap import DcmapCost
-    from dcmap_dist.search.limits import Limits
+    from dcmap_dist.limits import Limits
     from dcmap_dist.search.problem import Problem
 
     distributed.distributed_search(Problem(load_network("asia"), DcmapCost(), "merge"), workers, RAY_SETTINGS,
@@ -164,7 +164,7 @@ def run_ray(label: str, workers: int, time_limit: float, link_table: str = "shar
         return run(label, workers, time_limit, link_table, memory_limit)
     net, order = network(label)
     from dcmap_dist.cost.dcmap import DcmapCost
-    from dcmap_dist.search.limits import Limits
+    from dcmap_dist.limits import Limits
     from dcmap_dist.search.problem import Problem
 
     problem = Problem(net, DcmapCost(order), "merge")
@@ -228,7 +228,7 @@ def in_process(label: str, shards: int, iterations: int) -> dict:
     from dcmap_dist.cost.dcmap import DcmapCost
     from dcmap_dist.run.ray.worker import packed, unpacked
     from dcmap_dist.search.explorer import Explorer
-    from dcmap_dist.search.limits import Limits, Stopwatch
+    from dcmap_dist.limits import Limits, Stopwatch
     from dcmap_dist.search.linking import LinkShard
     from dcmap_dist.search.problem import Problem
 

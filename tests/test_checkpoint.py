@@ -526,14 +526,33 @@ def test_a_folder_holding_another_search_is_refused_unless_fresh(checkpointed):
     assert summary(solve(None, resume=checkpointed, max_solutions=None)) == summary(result)
 
 
-def test_the_final_checkpoint_is_written_inside_the_time_limit(tmp_path, monkeypatch):
+@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.ray)])
+def test_the_final_checkpoint_is_written_inside_the_time_limit(tmp_path, monkeypatch, workers, request):
     """The search stops early enough to write its last checkpoint within the limit: here
     the write is said to need more than the whole limit, so it stops at once."""
     from dcmap_dist.checkpoint.session import Checkpointer
 
+    if workers > 1:
+        request.getfixturevalue("ray_session")
     monkeypatch.setattr(Checkpointer, "reserve", lambda self, rows: 1e6)
-    result = solve(load_network("child"), time_limit=100, checkpoint=tmp_path / "ck")
+    result = solve(load_network("child"), time_limit=100, checkpoint=tmp_path / "ck", workers=workers)
     assert result.stop_reason == "time_limit" and result.iterations < 1000 and generations(tmp_path / "ck")
+
+
+@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.ray)])
+def test_a_resumed_search_counts_its_time_limit_from_the_resumption(tmp_path, workers, request):
+    """New limits count from the resumption (README, ``solve``'s ``resume``): a search
+    that had run for a million seconds, resumed with a 60 s limit and 4,000 iterations,
+    does 4,000 more (the distributed driver once counted the earlier seconds too, and
+    stopped at once for time)."""
+    if workers > 1:
+        request.getfixturevalue("ray_session")
+    network = load_network("seagrass-2tbn", slices=2)
+    first = solve(network, order="paper", max_iterations=2000, checkpoint=tmp_path / "ck")
+    edit_metadata(generations(tmp_path / "ck")[0], lambda meta: meta["counters"].update(elapsed=1e6))
+    resumed = solve(None, order="paper", resume=tmp_path / "ck", time_limit=60.0, max_iterations=4000,
+                    workers=workers)
+    assert (first.iterations, resumed.stop_reason, resumed.iterations) == (2000, "max_iterations", 6000)
 
 
 class Opaque:

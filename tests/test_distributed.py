@@ -21,7 +21,7 @@ from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.run.ray.worker import marshallable, packed, unpacked
 from dcmap_dist.search.problem import Problem
 from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.search.limits import Limits, Stopwatch
+from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.search.linking import LinkShard
 from dcmap_dist.io.load import load_network
 from dcmap_dist.solve import solve
@@ -148,8 +148,8 @@ def test_a_worker_killed_between_reports_loses_nothing(monkeypatch, moment):
     killed = []
     advance = distributed._advance
 
-    def advance_then_kill(handle):
-        report = advance(handle)
+    def advance_then_kill(handle, reserve):
+        report = advance(handle, reserve)
         if not killed and (report["done"] if moment == "proven" else report["trace"]):
             killed.append(kill_a_worker())
         return report

@@ -28,7 +28,7 @@ from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.cost.user import FunctionCost
 from dcmap_dist.search.problem import Problem, within
 from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.search.limits import Limits, Stopwatch
+from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.search.linking import LinkShard
 from dcmap_dist.io.load import load_network
 from dcmap_dist.solve import solve

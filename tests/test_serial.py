@@ -1,4 +1,4 @@
-"""Tests of the serial search (run/serial.py, search/limits.py): limits, progress and the
+"""Tests of the serial search (run/serial.py, limits.py): limits, progress and the
 anytime trace, determinism, memory handed back to the collector, missing link records."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dcmap_dist.io.load import load_network
 from dcmap_dist.model.mappings import check_mapping
 from dcmap_dist.model.network import Network
 from dcmap_dist.run import serial as search_module
-from dcmap_dist.search.limits import memory_mb
+from dcmap_dist.limits import memory_mb
 from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..model.network import no_duplicate_keys
-from ..search.limits import StopReason
+from ..limits import StopReason
 from ..search.linking import Entry
 from ..search.problem import Branch
 from ..search.state import SearchState

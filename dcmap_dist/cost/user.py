@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from ..model.network import Network
-from ..search.limits import INTERRUPT
+from ..limits import INTERRUPT
 from .base import CostContext, CostError, CostModel, checked_cost
 from .dcmap import DcmapCost
 

@@ -1,7 +1,8 @@
 """The driver loop, written once for the serial and the distributed search: turn after
-turn the search runs for a while, progress is reported, a checkpoint is written when
-due, and the search is halted when interrupted or when the time left is what its final
-checkpoint needs; then its outcome, with a final checkpoint if it is not proven.
+turn the search runs for a while (stopping itself at a limit, in time for its final
+checkpoint: the limits are its stopwatch's, :class:`limits.Stopwatch`), progress
+is reported, a checkpoint is written when due, and the search is halted when
+interrupted; then its outcome, with a final checkpoint if it is not proven.
 
 A backend is the search being driven: :class:`run.serial.SerialSearch` (one
 :class:`~dcmap_dist.search.explorer.Explorer` in this process) or
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..search.limits import INTERRUPT, StopReason
+from ..limits import INTERRUPT, StopReason
 from ..search.outcome import Saver, SearchOutcome
 from ..search.state import SearchState
 
@@ -46,10 +47,6 @@ class Backend(Protocol):
     def halt(self, reason: StopReason) -> None:
         """Stop the search before its next turn."""
 
-    def out_of_time(self, saver: Saver) -> bool:
-        """True when the time left is what the final checkpoint needs (and the search
-        does not see to that itself)."""
-
     def cut(self) -> tuple[Iterable[SearchState], dict[str, Any]]:
         """A consistent cut of the search for a checkpoint: its parts and its counters."""
 
@@ -74,8 +71,6 @@ def drive(search: Backend, saver: Saver | None = None,
             search.halt(StopReason.INTERRUPTED)
         elif saver is not None and saver.due():
             saver.save(*search.cut())
-        elif saver is not None and search.out_of_time(saver):
-            search.halt(StopReason.TIME_LIMIT)
     if saver is not None and not ending.outcome.proven:
         saver.save(*search.cut())
     if on_progress:

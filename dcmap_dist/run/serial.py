@@ -19,7 +19,7 @@ from typing import Any
 
 from ..search.explorer import Explorer
 from ..search.heuristics import incumbent
-from ..search.limits import Limits, StepEnd, StopReason, Stopwatch
+from ..limits import Limits, StepEnd, StopReason, Stopwatch
 from ..search.linking import LinkShard
 from ..search.outcome import OnImprovement, Saver, SearchOutcome, announce, outcome
 from ..search.problem import Problem
@@ -99,9 +99,6 @@ class SerialSearch:
 
     def halt(self, reason: StopReason) -> None:
         self.stop = self.stop or reason
-
-    def out_of_time(self, saver: Saver) -> bool:
-        return False  # the stopwatch keeps the final checkpoint's time (advance)
 
     def cut(self) -> tuple[list[SearchState], dict[str, Any]]:
         explorer = self.explorer

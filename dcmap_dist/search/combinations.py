@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..model.topology import Memo, Topology, bits
-from .limits import Stopwatch
+from ..limits import Stopwatch
 
 
 def generatecombos(z: list[Any], z1: set[Any], z3: set[Any]) -> list[frozenset[Any]]:

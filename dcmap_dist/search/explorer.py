@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from operator import attrgetter
 
 from ..cost.dcmap import leaves_no_cycles
-from .limits import SearchInterrupted, StepEnd, StopReason, Stopwatch
+from ..limits import SearchInterrupted, StepEnd, StopReason, Stopwatch
 from .linking import CHEAPER, NEW, Improvement, LinkShard, route
 from .problem import Branch, Problem, within
 from .state import SearchState

@@ -12,7 +12,7 @@ from ..cost.base import evaluate_mapping
 from ..model.mappings import enumerate_mappings
 from ..model.network import Network
 from ..model.topology import bits, eta, scientific
-from .limits import Limits, SearchInterrupted, StopReason, Stopwatch
+from ..limits import Limits, SearchInterrupted, StopReason, Stopwatch
 from .linking import Improvement
 from .outcome import OnImprovement, SearchOutcome, announce
 from .problem import Branch, Problem, within

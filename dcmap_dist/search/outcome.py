@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .limits import StopReason
+from ..limits import StopReason
 from .linking import Entry, History, Improvement, MissingRecord, gather_histories, trail_path
 from .problem import Branch, Problem, joins_to_clusters, within
 from .state import SearchState

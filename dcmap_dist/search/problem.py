@@ -34,7 +34,7 @@ from ..model.network import Network
 from ..model.topology import Memo, Topology, bits, union_of
 from .bounds import LowerBound
 from .combinations import combinations
-from .limits import Stopwatch
+from ..limits import Stopwatch
 
 TOLERANCE = 1e-9
 LINK_KEYS = ("lean", "full")

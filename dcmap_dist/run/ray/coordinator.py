@@ -12,11 +12,11 @@ from typing import Any
 import ray
 
 from ...search.explorer import Explorer
-from ...search.limits import Limits, StopReason, memory_mb
+from ...limits import Limits, StopReason, Stopwatch, memory_mb
 from ...search.linking import Improvement, LinkShard, gather_histories, route
 from ...search.problem import Branch
 from ...search.state import Resumption, SearchState
-from .protocol import StepReport
+from .protocol import Snapshot, StepReport
 from .snapshots import SNAPSHOT_ITEM_SECONDS, Snapshots
 from .steps import QUEUED_STEPS, WorkerSteps
 from .worker import SearchSpec, Worker, marshallable, packed, unpacked
@@ -52,10 +52,12 @@ class Coordinator(WorkerSteps, Snapshots):
         state it was checkpointed in (``resume``)."""
         self.spec = spec
         self.settings = settings
-        self.limits = limits
         self.sharded = settings["link_table"] == "sharded"
         self.problem = spec.problem()
-        self.clock = time.perf_counter()
+        self.coordinator_memory = 0.0  # of the coordinator alone (MiB)
+        self.worker_memory = [0.0] * self.size  # each worker's, at its last step
+        # the search's limits, on one clock; memory is the coordinator's and the workers' together
+        self.watch = Stopwatch(limits, every=1, memory=self._memory)
         self.cpu = time.process_time()
         self.before = resume.elapsed if resume else 0.0  # seconds searched before a resumption
         self.owners = resume.next_owner if resume else 1  # owner numbers of link shards
@@ -69,11 +71,8 @@ class Coordinator(WorkerSteps, Snapshots):
         self.iterations = resume.iterations if resume else 0
         self.trace: list[Improvement] = list(resume.trace) if resume else []
         self.stats = [StepReport.before_first_step() for _ in range(self.size)]  # each worker's last step
-        self.stop: str | None = None
+        self.stop: StopReason | None = None
         self.histories: dict[int, list] = {}  # every history the final entry reaches, once finished
-        self.peak_memory = 0.0  # of the coordinator and the workers together (MiB)
-        self.coordinator_memory = 0.0  # of the coordinator alone (MiB)
-        self.worker_memory = [0.0] * self.size  # each worker's, at its last step
         # each worker's submitted steps (their result refs), oldest first: it runs them in order
         self.running: list[list[list[Any]]] = [[] for _ in range(self.size)]
         self.depth = QUEUED_STEPS if limits.max_iterations is None else 1  # caps need each step's end
@@ -89,7 +88,7 @@ class Coordinator(WorkerSteps, Snapshots):
             self._deliver([(self.problem.link_key(root), root)])
         else:
             self._distribute(resume.state)
-        self.snapshot = None
+        self.snapshot: Snapshot | None = None
         self.last_snapshot = 0.0  # when the last snapshot ended (elapsed seconds)
         self.item_seconds = SNAPSHOT_ITEM_SECONDS
         if settings["snapshot_every"] is not None:
@@ -138,17 +137,19 @@ class Coordinator(WorkerSteps, Snapshots):
 
     def elapsed(self) -> float:
         """Seconds of search, those before a resumption included."""
-        return self.before + time.perf_counter() - self.clock
+        return self.before + self.watch.elapsed()
 
     def halt(self, reason: StopReason) -> None:
         """Stop the search (e.g. ``interrupted``) before the next step."""
         self.stop = self.stop or reason
 
-    def advance(self, seconds: float) -> dict[str, Any]:
-        """Run the workers for about ``seconds``; the progress figures (``done`` at the end)."""
+    def advance(self, seconds: float, reserve: float = 0.0) -> dict[str, Any]:
+        """Run the workers for about ``seconds``, stopping ``reserve`` seconds before the
+        time limit (the final checkpoint's write); the progress figures (``done`` at the end)."""
+        self.watch.reserve = reserve
         until = time.perf_counter() + seconds
         while self.stop is None and time.perf_counter() < until:
-            reason = self._limit_reached()
+            reason = self.watch.check(self.iterations)
             if reason:
                 self.stop = reason
                 break
@@ -165,25 +166,13 @@ class Coordinator(WorkerSteps, Snapshots):
                 self._recover()
         return self.progress()
 
-    def _limit_reached(self) -> str | None:
-        limits = self.limits
-        if limits.time_limit is not None and time.perf_counter() - self.clock >= limits.time_limit:
-            return StopReason.TIME_LIMIT
-        if limits.max_iterations is not None and self.iterations >= limits.max_iterations:
-            return StopReason.MAX_ITERATIONS
-        if limits.memory_limit_mb is not None and self._memory() >= limits.memory_limit_mb:
-            return StopReason.MEMORY_LIMIT
-        return None
-
     def _memory(self) -> float:
         """The memory of the search's processes together, the coordinator's own (which
-        holds the link table with ``link_table="coordinator"``) included; the peak is kept
-        and reported. The memory limit applies to this sum."""
+        holds the link table with ``link_table="coordinator"``) included: the memory
+        limit applies to this sum (the stopwatch keeps its peak)."""
         own = memory_mb()
         self.coordinator_memory = max(self.coordinator_memory, own)
-        total = own + sum(self.worker_memory)
-        self.peak_memory = max(self.peak_memory, total)
-        return total
+        return own + sum(self.worker_memory)
 
     # -- reports --------------------------------------------------------------------
     def least_bound(self) -> float:
@@ -213,7 +202,7 @@ class Coordinator(WorkerSteps, Snapshots):
             "records": sum(s.link_records for s in self.stats)
             + (len(self.explorer.shard.entries) if self.explorer.shard is not None else 0),
             "workers": len(self.workers), "elapsed": elapsed,
-            "rate": self.iterations / elapsed if elapsed > 0 else 0.0, "memory_mb": self.peak_memory,
+            "rate": self.iterations / elapsed if elapsed > 0 else 0.0, "memory_mb": self.watch.peak_memory_mb,
             "trace": list(self.trace),
         }
 
@@ -247,7 +236,7 @@ class Coordinator(WorkerSteps, Snapshots):
             "stop": self.stop, "iterations": self.iterations, "trace": list(self.trace),
             "final": finals[0] if finals else None,
             "lower_bound": self.explorer.g_min if self.stop == StopReason.FINISHED else self.exact_least_bound(),
-            "memory_mb": self.peak_memory, "coordinator_memory_mb": self.coordinator_memory, "link_records": records,
+            "memory_mb": self.watch.peak_memory_mb, "coordinator_memory_mb": self.coordinator_memory, "link_records": records,
             "elapsed": self.elapsed(), "worker_busy": busy, "workers": self.size,
             "link_table": self.settings["link_table"], **self.totals,
         }

@@ -58,7 +58,7 @@ import ray.cloudpickle
 
 from ...cost.base import CostModel
 from ...search.heuristics import incumbent
-from ...search.limits import Limits, StopReason, Stopwatch
+from ...limits import Limits, StopReason, Stopwatch
 from ...search.linking import Improvement, MissingRecord, gather_histories
 from ...search.outcome import Saver, SearchOutcome, announce, outcome
 from ...search.problem import Branch, Problem, within
@@ -228,7 +228,6 @@ class RaySearch:
     def __init__(self, problem: Problem, workers: int, settings: dict[str, Any], limits: Limits,
                  on_improvement: Callable | None, resume: Resumption | None) -> None:
         self.problem = problem
-        self.limits = limits
         self.on_improvement = on_improvement
         spec = SearchSpec(problem.network, problem.graph, problem.model, problem.scheme, problem.key_kind,
                           problem.use_bound)
@@ -247,12 +246,16 @@ class RaySearch:
         announced = _improving(list(resume.trace), first)[-1][2] if resume else math.inf
         self.heard = _Heard(announced, first)
         self.report: dict[str, Any] = {"iterations": resume.iterations if resume else 0,
-                                       "lower_bound": -math.inf, "memory_mb": 0.0}
+                                       "lower_bound": -math.inf, "memory_mb": 0.0,
+                                       "open": len(resume.state.branches) if resume else 1,
+                                       "records": len(resume.state.entries) if resume else 0}
 
     def advance(self, saver: Saver | None) -> Turn:
-        """The coordinator runs the search for a while; new improvements are announced."""
-        handle, heard, first = self.handle, self.heard, self.first
-        report = self.report = _advance(handle)
+        """The coordinator runs the search for a while, stopping in time for the final
+        checkpoint (its size judged by the last report); new improvements are announced."""
+        handle, heard, first, report = self.handle, self.heard, self.first, self.report
+        reserve = saver.reserve(write_size(report["open"], report["records"])) if saver is not None else 0.0
+        report = self.report = _advance(handle, reserve)
         fresh = [found for found in _improving(report.pop("trace"), first) if not within(heard.announced, found[2])]
         if fresh:  # the records on the improvements' paths, in one call
             heard.known.update(ray.get(handle.paths.remote([trail for *_, trail in fresh if trail is not None])))
@@ -269,24 +272,19 @@ class RaySearch:
     def halt(self, reason: StopReason) -> None:
         ray.get(self.handle.halt.remote(reason))
 
-    def out_of_time(self, saver: Saver) -> bool:
-        report, limit = self.report, self.limits.time_limit
-        return limit is not None and report["elapsed"] >= limit - saver.reserve(
-            write_size(report["open"], report["records"]))
-
     def cut(self) -> tuple[Iterator[SearchState], dict[str, Any]]:
         """A consistent cut, each worker's state fetched as the checkpoint is written."""
         cut = ray.get(self.handle.cut.remote())
 
         def parts() -> Iterator[SearchState]:
-            for ref in cut["workers"]:
+            for ref in cut.workers:
                 yield ray.get(ref).state
-            yield pickle.loads(cut["table"])
-            for ref in cut["inbox"]:
+            yield pickle.loads(cut.own)
+            for ref in cut.inbox:
                 yield SearchState(arrivals=unpacked(ray.get(ref)))
 
-        return parts(), counters(cut["iterations"], cut["elapsed"], cut["g_min"],
-                                 _improving(cut["trace"], self.first), self.first, cut["next_owner"])
+        return parts(), counters(cut.iterations, cut.elapsed, cut.g_min, _improving(cut.trace, self.first),
+                                 self.first, cut.next_owner)
 
     def finish(self) -> Ending | None:
         """The results, with the histories the final entry reaches (None: a worker was
@@ -321,9 +319,9 @@ class RaySearch:
                              statistics={"lost": reason}, incumbent=(first.trail, first.cost))
 
 
-def _advance(handle: Any) -> dict[str, Any]:
+def _advance(handle: Any, reserve: float) -> dict[str, Any]:
     """The coordinator's progress figures after it has run the search for a while."""
-    return ray.get(handle.advance.remote(PROGRESS_SECONDS))
+    return ray.get(handle.advance.remote(PROGRESS_SECONDS, reserve))
 
 
 class _Heard:

@@ -1,13 +1,15 @@
-"""The messages between the coordinator and a worker (see :mod:`dcmap_dist.run.ray.driver`):
-the order that comes with each step, the report a step returns, and a worker's share
-of a snapshot. The batches of completions that travel beside them are
-:func:`worker.packed`."""
+"""The messages of the distributed search (see :mod:`dcmap_dist.run.ray.driver`): between
+the coordinator and a worker, the order that comes with each step, the report a step
+returns and a worker's share of a snapshot; the coordinator's snapshots, and the cut it
+gives the driver for a checkpoint. The batches of completions that travel beside the
+steps are :func:`worker.packed`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from ...search.limits import StepEnd, StopReason
+from ...limits import Limits, StepEnd, StopReason
 from ...search.linking import Improvement
 from ...search.problem import Branch
 from ...search.state import SearchState
@@ -24,8 +26,7 @@ class StepOrder:
     local_iterations: int  # the worker's own count in the coordinator's last report of it
     elapsed: float  # seconds of search so far
     seconds: float  # how long the step runs
-    time_left: float | None  # of the search's time limit
-    memory_limit_mb: float | None
+    limits: Limits  # what is left of the search's time limit, and its memory limit
     max_iterations: int | None  # the worker's own count it may reach (an iteration limit shared out)
     destinations: int  # batches returned: one per worker (sharded), one for the coordinator
     bound: bool  # report the least bound over its open branches (a scan: now and then)
@@ -68,3 +69,34 @@ class WorkerSnapshot:
     g_min: float
     rng: tuple  # its random generator's state (the alpha activations)
     busy: float
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """A consistent cut of a distributed search, kept by the coordinator: every worker
+    is rolled back to it when one is lost (:mod:`.snapshots`)."""
+
+    workers: list[Any]  # Ray references to each worker's WorkerSnapshot
+    inbox: list[list[Any]]  # the batches in flight, for each worker
+    unheard: list[list[int]]  # the notices each worker has not heard
+    own: bytes  # the coordinator's own share (a pickled SearchState: a copy, not its live table)
+    g_min: float
+    iterations: int
+    trace: list[Improvement]
+    stats: list[StepReport]  # each worker's last step
+    totals: dict[str, Any]  # the coordinator's counters
+
+
+@dataclass(slots=True)
+class Cut:
+    """What the driver writes a checkpoint of a distributed search from: a fresh
+    snapshot's parts (fetched one at a time as they are written) and the counters."""
+
+    workers: list[Any]  # Ray references to each worker's WorkerSnapshot
+    inbox: list[Any]  # the batches in flight (Ray references or bytes)
+    own: bytes  # the coordinator's own share, pickled
+    iterations: int
+    elapsed: float  # seconds searched, those before a resumption included
+    g_min: float
+    trace: list[Improvement]
+    next_owner: int  # the next owner number of a link shard

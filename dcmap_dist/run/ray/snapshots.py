@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import pickle
 import time
-from typing import Any
-
 import ray
 
 from ...search.explorer import Explorer
-from ...search.limits import StopReason
+from ...limits import StopReason
 from ...search.linking import LinkShard
 from ...search.state import SearchState
+from .protocol import Cut, Snapshot
 
 SNAPSHOT_SPACING = 100  # and at least this many times the next snapshot's expected duration (1% of the time)
 SNAPSHOT_ITEM_SECONDS = 3e-5  # expected snapshot seconds per open branch or link record, until measured
@@ -25,7 +24,7 @@ SNAPSHOT_MEASURED_ITEMS = 10_000  # a snapshot this large measures the seconds p
 class Snapshots:
     """The snapshots and recovery of a :class:`coordinator.Coordinator`."""
 
-    def cut(self) -> dict[str, Any]:
+    def cut(self) -> Cut:
         """A fresh consistent cut for a checkpoint: the snapshot's parts (Ray references
         to each worker's state and to the batches in flight) and the counters."""
         try:
@@ -34,9 +33,8 @@ class Snapshots:
             self._recover()
             self._take_snapshot()
         snap = self.snapshot
-        return {"workers": list(snap["workers"]), "inbox": [ref for refs in snap["inbox"] for ref in refs],
-                "table": snap["table"], "iterations": self.iterations, "elapsed": self.elapsed(),
-                "g_min": self.explorer.g_min, "trace": list(self.trace), "next_owner": self.owners}
+        return Cut(list(snap.workers), [ref for refs in snap.inbox for ref in refs], snap.own, self.iterations,
+                   self.elapsed(), self.explorer.g_min, list(self.trace), self.owners)
 
     def _snapshot_due(self) -> bool:
         """``snapshot_every`` seconds have passed since the last snapshot, and at least
@@ -63,12 +61,9 @@ class Snapshots:
         calls = [w.snapshot.options(num_returns=2).remote() for w in self.workers]
         ray.get([flag for flag, _ in calls])  # raises here if a worker died while saving
         states = [state for _, state in calls]
-        self.snapshot = {
-            "workers": states, "inbox": [list(x) for x in self.inbox], "unheard": [list(x) for x in self.unheard],
-            "table": pickle.dumps(self._table_state(), protocol=5), "g_min": self.explorer.g_min,
-            "iterations": self.iterations,
-            "trace": list(self.trace), "stats": list(self.stats), "totals": dict(self.totals),
-        }
+        self.snapshot = Snapshot(states, [list(x) for x in self.inbox], [list(x) for x in self.unheard],
+                                 pickle.dumps(self._own_state(), protocol=5), self.explorer.g_min, self.iterations,
+                                 list(self.trace), list(self.stats), dict(self.totals))
         took = time.perf_counter() - start
         self.totals["snapshots"] += 1
         self.totals["snapshot_seconds"] += took
@@ -76,7 +71,7 @@ class Snapshots:
             self.item_seconds = took / size
         self.last_snapshot = self.elapsed()
 
-    def _table_state(self) -> SearchState:
+    def _own_state(self) -> SearchState:
         """The coordinator's own share: its open branches, those dealt out and not yet
         taken, and (the link table on the coordinator) the link records."""
         state = self.explorer.export()
@@ -99,21 +94,21 @@ class Snapshots:
         self.workers = alive
         snap = self.snapshot
         self._load_workers()
-        ray.get([w.restore.remote(state) for w, state in zip(self.workers, snap["workers"])])
+        ray.get([w.restore.remote(state) for w, state in zip(self.workers, snap.workers)])
         self.explorer = Explorer(self.problem, 0.0, 0, None if self.sharded else LinkShard(self.owners), notify=True)
         self.owners += 1
-        self.explorer.load(pickle.loads(snap["table"]))
-        self.explorer.g_min = snap["g_min"]
-        self.inbox = [list(x) for x in snap["inbox"]]
+        self.explorer.load(pickle.loads(snap.own))
+        self.explorer.g_min = snap.g_min
+        self.inbox = [list(x) for x in snap.inbox]
         self.hands = [[] for _ in range(self.size)]  # the dealt branches are back in the table
-        self.unheard = [list(x) for x in snap["unheard"]]
+        self.unheard = [list(x) for x in snap.unheard]
         self.running = [[] for _ in range(self.size)]
         self.reserved = [0] * self.size
         self.next_bound = [0.0] * self.size  # every worker's bound with its next step
-        self.iterations = snap["iterations"]
-        self.trace = list(snap["trace"])
-        self.stats = list(snap["stats"])
+        self.iterations = snap.iterations
+        self.trace = list(snap.trace)
+        self.stats = list(snap.stats)
         recoveries = self.totals["recoveries"] + 1
-        self.totals = dict(snap["totals"], recoveries=recoveries)
+        self.totals = dict(snap.totals, recoveries=recoveries)
         if self.stop == StopReason.FINISHED:  # a snapshot is never of a finished search: it goes on
             self.stop = None

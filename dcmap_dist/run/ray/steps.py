@@ -11,7 +11,7 @@ import time
 
 import ray
 
-from ...search.limits import StepEnd, StopReason
+from ...limits import StepEnd, StopReason
 from ...search.problem import within
 from .protocol import StepOrder
 from .worker import unpacked
@@ -64,8 +64,6 @@ class WorkerSteps:
     def _start(self, i: int, allowance: int | None) -> None:
         """Start worker ``i``'s next step, with what waits for it, ``G_min``, the notices
         it has not heard, and at most ``allowance`` expansions (None: no limit)."""
-        session = time.perf_counter() - self.clock
-        time_left = None if self.limits.time_limit is None else max(1e-3, self.limits.time_limit - session)
         destinations = self.size if self.sharded else 1
         now = time.perf_counter()
         bound = now >= self.next_bound[i]  # its least bound for progress, now and then
@@ -73,8 +71,7 @@ class WorkerSteps:
             self.next_bound[i] = now + BOUND_SECONDS
         own = self.stats[i].iterations
         order = StepOrder(self.explorer.g_min, self.unheard[i], self.hands[i], self.iterations, own, self.elapsed(),
-                          STEP_SECONDS, time_left, self.limits.memory_limit_mb,
-                          None if allowance is None else own + allowance, destinations, bound)
+                          STEP_SECONDS, self.watch.remaining(), None if allowance is None else own + allowance, destinations, bound)
         self.running[i].append(self.workers[i].step.options(num_returns=1 + destinations).remote(
             order, *self.inbox[i]))
         self.reserved[i] = allowance or 0
@@ -110,7 +107,7 @@ class WorkerSteps:
         self.totals["sent"] += sum(s.sent)
         self.totals["bytes"] += s.bytes
         self.worker_memory[i] = s.memory_mb
-        self._memory()
+        self.watch.sample_memory()
         arrivals = []
         for j, count in enumerate(s.sent):
             if count:
@@ -165,9 +162,10 @@ class WorkerSteps:
         """Per-worker iteration allowances for the steps about to start, so the total
         never passes the limit: what is left after the allowances of running steps is
         shared among the ``ready`` workers (0: that worker waits)."""
-        if self.limits.max_iterations is None:
+        limit = self.watch.limits.max_iterations
+        if limit is None:
             return [None] * self.size
-        left = max(0, self.limits.max_iterations - self.iterations - sum(self.reserved))
+        left = max(0, limit - self.iterations - sum(self.reserved))
         caps = [0] * self.size
         for k, i in enumerate(ready):
             caps[i] = left // len(ready) + (1 if k < left % len(ready) else 0)

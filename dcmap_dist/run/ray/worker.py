@@ -17,7 +17,7 @@ from ...cost.base import CostModel
 from ...cost.dcmap import DcmapCost
 from ...model.network import Network
 from ...search.explorer import Explorer
-from ...search.limits import Limits, Stopwatch
+from ...limits import Stopwatch
 from ...search.linking import Entry, LinkShard
 from ...search.problem import Branch, Problem
 from ...search.state import SearchState
@@ -115,7 +115,7 @@ class Worker:
         # the coordinator last heard from it (a step may have run in between)
         explorer.iteration_offset = order.iterations - order.local_iterations
         explorer.time_offset = order.elapsed
-        watch = Stopwatch(Limits(order.time_left, None, order.memory_limit_mb))
+        watch = Stopwatch(order.limits)
         explorer.watch = watch
         received = 0
         before = explorer.iterations

@@ -7,6 +7,7 @@ import math
 import resource
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -65,17 +66,22 @@ class SearchInterrupted(Exception):
 
 
 class Stopwatch:
-    """Checks the limits every ``every`` loop turns; samples peak memory as it goes, at
-    most every :data:`MEMORY_SECONDS` (read every 128 turns instead, it cost a measurable
-    share of a search)."""
+    """The one clock of a search's limits: checks them every ``every`` loop turns, and
+    samples peak memory as it goes, at most every :data:`MEMORY_SECONDS` (read every 128
+    turns instead, it cost a measurable share of a search). ``memory`` reads the memory
+    the limit applies to (this process's by default; a distributed search's coordinator
+    sums its workers'). Time counts from the stopwatch's start: limits are this run's,
+    a resumed search's included."""
 
-    def __init__(self, limits: Limits, every: int = 128, progress_every: float = 1.0) -> None:
+    def __init__(self, limits: Limits, every: int = 128, progress_every: float = 1.0,
+                 memory: Callable[[], float] = memory_mb) -> None:
         self.limits = limits
         self.start = time.perf_counter()
         self.every = every
         self.turns = 0
         self.inner = 0
-        self.peak_memory_mb = memory_mb()
+        self.memory = memory
+        self.peak_memory_mb = memory()
         self._next_memory = self.start + MEMORY_SECONDS
         self._progress_every = progress_every
         self._last_progress = self.start
@@ -87,7 +93,7 @@ class Stopwatch:
     def tick(self) -> bool:
         """Count a loop turn; true on the first turn and every ``every`` turns after."""
         self.turns += 1
-        return self.turns % self.every == 1
+        return (self.turns - 1) % self.every == 0
 
     def check(self, iterations: int) -> str | None:
         """Once per loop turn: the name of the limit reached, if any. Iterations are
@@ -113,13 +119,27 @@ class Stopwatch:
         limits = self.limits
         now = time.perf_counter()
         if now >= self._next_memory:
-            self.peak_memory_mb = max(self.peak_memory_mb, memory_mb())
-            self._next_memory = now + MEMORY_SECONDS
+            self.sample_memory()
         if limits.time_limit is not None and now - self.start >= limits.time_limit - self.reserve:
             return StopReason.TIME_LIMIT
         if limits.memory_limit_mb is not None and self.peak_memory_mb >= limits.memory_limit_mb:
             return StopReason.MEMORY_LIMIT
         return None
+
+    def sample_memory(self) -> float:
+        """Read the memory now; keep the peak."""
+        self.peak_memory_mb = max(self.peak_memory_mb, self.memory())
+        self._next_memory = time.perf_counter() + MEMORY_SECONDS
+        return self.peak_memory_mb
+
+    def remaining(self) -> Limits:
+        """The limits left to a part of the search (a worker's step): the time left, the
+        final checkpoint's reserve kept; the memory limit; iterations are shared out by
+        the caller."""
+        time_limit = self.limits.time_limit
+        if time_limit is not None:
+            time_limit = max(1e-3, time_limit - self.reserve - self.elapsed())
+        return Limits(time_limit, None, self.limits.memory_limit_mb)
 
     def check_within(self) -> None:
         """Inside a long inner loop: raise SearchInterrupted once a limit is reached

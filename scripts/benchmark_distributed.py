@@ -226,9 +226,9 @@ def in_process(label: str, shards: int, iterations: int) -> dict:
     owning its shard of the link table (one: the serial search), taking 100 ms turns and
     exchanging packed batches between turns as the workers do."""
     from dcmap_dist.cost.dcmap import DcmapCost
+    from dcmap_dist.limits import Limits, Stopwatch
     from dcmap_dist.run.ray.worker import packed, unpacked
     from dcmap_dist.search.explorer import Explorer
-    from dcmap_dist.limits import Limits, Stopwatch
     from dcmap_dist.search.linking import LinkShard
     from dcmap_dist.search.problem import Problem
 

@@ -56,8 +56,8 @@ from dcmap_dist.checkpoint.arrow import generations  # noqa: E402
 from dcmap_dist.cli import Progress  # noqa: E402
 from dcmap_dist.io.load import load_network  # noqa: E402
 from dcmap_dist.io.outputs import append_csv_row, json_cost, write_atomic  # noqa: E402
-from dcmap_dist.model.topology import eta  # noqa: E402
 from dcmap_dist.limits import INTERRUPT, memory_mb  # noqa: E402
+from dcmap_dist.model.topology import eta  # noqa: E402
 from dcmap_dist.result import SolveResult  # noqa: E402
 from dcmap_dist.solve import solve  # noqa: E402
 from dcmap_dist.study.replication import best_replication  # noqa: E402

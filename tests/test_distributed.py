@@ -18,12 +18,12 @@ import numpy
 import pytest
 
 from dcmap_dist.cost.dcmap import DcmapCost
-from dcmap_dist.run.ray.worker import marshallable, packed, unpacked
-from dcmap_dist.search.problem import Problem
-from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.limits import Limits, Stopwatch
-from dcmap_dist.search.linking import LinkShard
 from dcmap_dist.io.load import load_network
+from dcmap_dist.limits import Limits, Stopwatch
+from dcmap_dist.run.ray.worker import marshallable, packed, unpacked
+from dcmap_dist.search.explorer import Explorer
+from dcmap_dist.search.linking import LinkShard
+from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 
 from search_costs import COST_MODELS, partition, random_network, trace_problem

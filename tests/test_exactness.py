@@ -23,16 +23,16 @@ from pathlib import Path
 
 import pytest
 
-from dcmap_dist.search.audit import AuditError
 from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.cost.user import FunctionCost
-from dcmap_dist.search.problem import Problem, within
-from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.limits import Limits, Stopwatch
-from dcmap_dist.search.linking import LinkShard
 from dcmap_dist.io.load import load_network
-from dcmap_dist.solve import solve
+from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.model.topology import bits
+from dcmap_dist.search.audit import AuditError
+from dcmap_dist.search.explorer import Explorer
+from dcmap_dist.search.linking import LinkShard
+from dcmap_dist.search.problem import Problem, within
+from dcmap_dist.solve import solve
 
 from oracle import infeasibility, optimal_mappings
 from search_costs import partition, random_network, tie_cost, wide_network

@@ -19,15 +19,15 @@ from collections import Counter
 
 import pytest
 
-from dcmap_dist.search.audit import AuditError
 from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.cost.user import FunctionCost
-from dcmap_dist.search.problem import Problem
-from dcmap_dist.search import explorer as explorer_module
-from dcmap_dist.search.explorer import Explorer
 from dcmap_dist.limits import Limits, Stopwatch
-from dcmap_dist.search.linking import LinkShard, route
 from dcmap_dist.model.network import Network
+from dcmap_dist.search import explorer as explorer_module
+from dcmap_dist.search.audit import AuditError
+from dcmap_dist.search.explorer import Explorer
+from dcmap_dist.search.linking import LinkShard, route
+from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 from search_costs import random_network
 

@@ -12,9 +12,9 @@ from search_helpers import SCHEMES, close, leaf_clusters, total_cost, walk_tree
 
 from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.cost.user import load_cost
+from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.model.mappings import enumerate_mappings
 from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.search.linking import LinkShard
 from dcmap_dist.search.problem import Problem
 

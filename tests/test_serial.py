@@ -13,10 +13,10 @@ from search_helpers import REL, total_cost
 
 from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.io.load import load_network
+from dcmap_dist.limits import memory_mb
 from dcmap_dist.model.mappings import check_mapping
 from dcmap_dist.model.network import Network
 from dcmap_dist.run import serial as search_module
-from dcmap_dist.limits import memory_mb
 from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 

@@ -313,7 +313,7 @@ def test_the_listing_of_optimal_mappings_stops_at_the_memory_limit(monkeypatch):
     network = random_network(3)
     full = solve(network, COST_MODELS["tie"], max_solutions=None, memory_limit_mb=1e9)
     assert full.proven_optimal and full.solutions_complete and full.solution_count > 1
-    monkeypatch.setattr(sys.modules["dcmap_dist.solve"], "memory_mb", lambda: 2e9)  # past it once listing
+    monkeypatch.setattr(sys.modules["dcmap_dist.combine"], "memory_mb", lambda: 2e9)  # past it once listing
     cut = solve(network, COST_MODELS["tie"], max_solutions=None, memory_limit_mb=1e9)
     assert cut.proven_optimal and cut.optimal_cost == full.optimal_cost
     assert cut.solution_count == full.solution_count and not cut.solutions_complete

@@ -15,8 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..model.network import no_duplicate_keys
 from ..limits import StopReason
+from ..model.network import no_duplicate_keys
 from ..search.linking import Entry
 from ..search.problem import Branch
 from ..search.state import SearchState

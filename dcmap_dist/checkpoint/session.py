@@ -32,9 +32,9 @@ from ..cost.base import CostModel
 from ..cost.dcmap import DcmapCost
 from ..cost.user import model_description
 from ..io.outputs import OutputError, check_not_package, unwritable
+from ..limits import StopReason
 from ..model.network import Network, NetworkError, network_from_dict
 from ..search.audit import Audit, AuditError
-from ..limits import StopReason
 from ..search.linking import MissingRecord, trail_path
 from ..search.outcome import SearchOutcome
 from ..search.problem import Problem, joins_to_clusters, within

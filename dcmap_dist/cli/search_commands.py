@@ -16,9 +16,9 @@ from typing import Any
 
 from ..io.dynamic import MAX_UNROLLED_NODES
 from ..io.outputs import OutputError, check_output, write_atomic
+from ..limits import INTERRUPT, StopReason, memory_mb
 from ..model.network import Network, TooLarge
 from ..result import SolveResult
-from ..limits import INTERRUPT, StopReason, memory_mb
 from ..solve import solve
 from .network_commands import load_from_options
 from .progress import Progress

@@ -11,8 +11,8 @@ import numbers
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
-from ..model.network import Network
 from ..limits import INTERRUPT
+from ..model.network import Network
 from .base import CostContext, CostError, CostModel, checked_cost
 from .dcmap import DcmapCost
 

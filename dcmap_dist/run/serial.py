@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..limits import Limits, StepEnd, StopReason, Stopwatch
 from ..search.explorer import Explorer
 from ..search.heuristics import incumbent
-from ..limits import Limits, StepEnd, StopReason, Stopwatch
 from ..search.linking import LinkShard
 from ..search.outcome import OnImprovement, Saver, SearchOutcome, announce, outcome
 from ..search.problem import Problem

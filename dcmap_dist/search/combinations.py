@@ -19,8 +19,8 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from ..model.topology import Memo, Topology, bits
 from ..limits import Stopwatch
+from ..model.topology import Memo, Topology, bits
 
 
 def generatecombos(z: list[Any], z1: set[Any], z3: set[Any]) -> list[frozenset[Any]]:

@@ -9,10 +9,10 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..cost.base import evaluate_mapping
+from ..limits import Limits, SearchInterrupted, StopReason, Stopwatch
 from ..model.mappings import enumerate_mappings
 from ..model.network import Network
 from ..model.topology import bits, eta, scientific
-from ..limits import Limits, SearchInterrupted, StopReason, Stopwatch
 from .linking import Improvement
 from .outcome import OnImprovement, SearchOutcome, announce
 from .problem import Branch, Problem, within

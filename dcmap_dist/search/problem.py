@@ -30,11 +30,11 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from ..cost.base import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
+from ..limits import Stopwatch
 from ..model.network import Network
 from ..model.topology import Memo, Topology, bits, union_of
 from .bounds import LowerBound
 from .combinations import combinations
-from ..limits import Stopwatch
 
 TOLERANCE = 1e-9
 LINK_KEYS = ("lean", "full")

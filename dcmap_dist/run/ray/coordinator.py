@@ -11,8 +11,8 @@ from typing import Any
 
 import ray
 
-from ...search.explorer import Explorer
 from ...limits import Limits, StopReason, Stopwatch, memory_mb
+from ...search.explorer import Explorer
 from ...search.linking import Improvement, LinkShard, gather_histories, route
 from ...search.problem import Branch
 from ...search.state import Resumption, SearchState

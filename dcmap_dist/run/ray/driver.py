@@ -57,8 +57,8 @@ import ray
 import ray.cloudpickle
 
 from ...cost.base import CostModel
-from ...search.heuristics import incumbent
 from ...limits import Limits, StopReason, Stopwatch
+from ...search.heuristics import incumbent
 from ...search.linking import Improvement, MissingRecord, gather_histories
 from ...search.outcome import Saver, SearchOutcome, announce, outcome
 from ...search.problem import Branch, Problem, within

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import pickle
 import time
+
 import ray
 
-from ...search.explorer import Explorer
 from ...limits import StopReason
+from ...search.explorer import Explorer
 from ...search.linking import LinkShard
 from ...search.state import SearchState
 from .protocol import Cut, Snapshot

@@ -15,9 +15,9 @@ from typing import Any
 
 from ...cost.base import CostModel
 from ...cost.dcmap import DcmapCost
+from ...limits import Stopwatch
 from ...model.network import Network
 from ...search.explorer import Explorer
-from ...limits import Stopwatch
 from ...search.linking import Entry, LinkShard
 from ...search.problem import Branch, Problem
 from ...search.state import SearchState

@@ -236,7 +236,8 @@ class Coordinator(WorkerSteps, Snapshots):
             "stop": self.stop, "iterations": self.iterations, "trace": list(self.trace),
             "final": finals[0] if finals else None,
             "lower_bound": self.explorer.g_min if self.stop == StopReason.FINISHED else self.exact_least_bound(),
-            "memory_mb": self.watch.peak_memory_mb, "coordinator_memory_mb": self.coordinator_memory, "link_records": records,
+            "memory_mb": self.watch.peak_memory_mb, "coordinator_memory_mb": self.coordinator_memory,
+            "link_records": records,
             "elapsed": self.elapsed(), "worker_busy": busy, "workers": self.size,
             "link_table": self.settings["link_table"], **self.totals,
         }

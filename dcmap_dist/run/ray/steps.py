@@ -71,7 +71,8 @@ class WorkerSteps:
             self.next_bound[i] = now + BOUND_SECONDS
         own = self.stats[i].iterations
         order = StepOrder(self.explorer.g_min, self.unheard[i], self.hands[i], self.iterations, own, self.elapsed(),
-                          STEP_SECONDS, self.watch.remaining(), None if allowance is None else own + allowance, destinations, bound)
+                          STEP_SECONDS, self.watch.remaining(), None if allowance is None else own + allowance,
+                          destinations, bound)
         self.running[i].append(self.workers[i].step.options(num_returns=1 + destinations).remote(
             order, *self.inbox[i]))
         self.reserved[i] = allowance or 0

@@ -27,7 +27,8 @@ __all__ = ["combine", "optimal_mappings"]
 
 
 def optimal_mappings(problem: Problem, method: str, outcome: SearchOutcome, limit: int | None,
-              has_room: Callable[[], bool], audit: Audit) -> tuple[list[tuple[tuple[int, ...], float, int]], int]:
+                     has_room: Callable[[], bool], audit: Audit
+                     ) -> tuple[list[tuple[tuple[int, ...], float, int]], int]:
     """Distinct best mappings of one component, at most ``limit`` of them and while
     ``has_room()``, as (cluster masks, cost, iteration found), and how many there are
     in all (counted exactly, without listing them). Each listed mapping passes ``audit``

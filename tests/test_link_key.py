@@ -128,8 +128,8 @@ def test_weakened_lean_key_is_caught(monkeypatch, weakening, where):
             if where == "inside a layer" and branch.layer_done:
                 return head, parts, blocked
             if weakening == "no merge blocks":
-                return head, parts, ()
-            return head, tuple((frontier, 0) for frontier, _ in parts), blocked
+                return head, parts, 0
+            return head, tuple((0, *part[1:]) for part in parts), blocked
 
     monkeypatch.setattr(importlib.import_module("dcmap_dist.solve"), "Problem", Weakened)
     assert count_disagreements(40, seed=2024) > 0

@@ -22,6 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..model.topology import bits
+
 __all__ = ["encode_message", "decode_message", "KEY_FIELDS", "key_columns", "columns_key",
            "mask_bytes", "bytes_mask"]
 
@@ -105,24 +107,31 @@ _EMPTY_KEY = dict.fromkeys(name for name, _ in KEY_FIELDS)
 
 
 def key_columns(key: tuple, kind: str, ids: Mapping[Hashable, int], masks: Mapping[int, bytes]) -> dict[str, Any]:
-    """A link key of kind ``lean`` or ``full`` as the values of :data:`KEY_FIELDS`;
-    ``ids[message]`` numbers its messages and ``masks[mask]`` gives a mask's bytes
-    (:func:`mask_bytes`; mappings that remember, for a write of millions of keys)."""
+    """A link key of kind ``lean`` or ``full`` (:meth:`~dcmap_dist.search.problem.Problem.link_key`)
+    as the values of :data:`KEY_FIELDS`; ``ids[message]`` numbers its messages and
+    ``masks[mask]`` gives a mask's bytes (:func:`mask_bytes`; mappings that remember, for a
+    write of millions of keys). The columns name every pair and flag that the key packs
+    into bits."""
     head, second, third = key
     row: dict[str, Any] = dict(_EMPTY_KEY)
+    fixed = 0
     if isinstance(head, tuple):
         row["layer"], row["assigned"] = head[0], masks[head[1]]
         if kind == "lean":
             row["fixed"], row["held"] = masks[head[2]], masks[head[3]]
+        else:
+            fixed = head[2]
     else:
         row["layer"] = head
     if kind == "lean":
-        row["parts"] = [{"frontier": [{"members": masks[m], "message": ids[msg]} for m, msg in items],
-                         "outside": masks[outside]} for items, outside in second]
-        row["blocked"] = [{"first": i, "second": j} for i, j in third]
+        row["parts"] = [{"frontier": [{"members": masks[part[k]], "message": ids[part[k + 1]]}
+                                      for k in range(1, len(part), 2)],
+                         "outside": masks[part[0]]} for part in second]
+        count = len(second)
+        row["blocked"] = [{"first": bit // count, "second": bit % count} for bit in bits(third)]
     else:
-        row["comps"] = [{"members": masks[m], "fixed": fixed} for m, fixed in second]
-        row["cls"] = [{"members": masks[m], "message": ids[msg]} for m, msg in third]
+        row["comps"] = [{"members": masks[m], "fixed": bool(fixed >> i & 1)} for i, m in enumerate(second)]
+        row["cls"] = [{"members": masks[third[k]], "message": ids[third[k + 1]]} for k in range(0, len(third), 2)]
     return row
 
 
@@ -135,11 +144,30 @@ def columns_key(row: dict[str, Any], kind: str, message: Callable[[int], Hashabl
         if kind == "lean":
             head = (layer, bytes_mask(row["assigned"]), bytes_mask(row["fixed"]), bytes_mask(row["held"])) \
                 if inside else layer
-            parts = tuple((tuple((bytes_mask(c["members"]), message(c["message"])) for c in part["frontier"]),
-                           bytes_mask(part["outside"])) for part in row["parts"])
-            return head, parts, tuple((pair["first"], pair["second"]) for pair in row["blocked"])
-        head = (layer, bytes_mask(row["assigned"])) if inside else layer
-        comps = tuple((bytes_mask(c["members"]), bool(c["fixed"])) for c in row["comps"])
-        return head, comps, tuple((bytes_mask(c["members"]), message(c["message"])) for c in row["cls"])
+            parts = tuple(_flat(bytes_mask(part["outside"]), part["frontier"], message) for part in row["parts"])
+            count = len(parts)
+            blocked = 0
+            for pair in row["blocked"]:
+                first, second = pair["first"], pair["second"]
+                if not 0 <= first < second < count:
+                    raise ValueError(f"a blocked pair {first, second} of {count} parts")
+                blocked |= 1 << (first * count + second)
+            return head, parts, blocked
+        comps = row["comps"]
+        fixed = sum(1 << i for i, c in enumerate(comps) if c["fixed"])
+        head = (layer, bytes_mask(row["assigned"]), fixed) if inside else layer
+        if fixed and not inside:
+            raise ValueError("a fixed component at a completed layer")
+        return head, tuple(bytes_mask(c["members"]) for c in comps), _flat(None, row["cls"], message)
     except (TypeError, KeyError) as exc:
         raise ValueError(f"not a {kind} link key ({type(exc).__name__}: {exc})") from None
+
+
+def _flat(head: int | None, items: list[dict[str, Any]], message: Callable[[int], Hashable]) -> tuple:
+    """``(head, members, message, ...)`` (without ``head`` if None) from rows of members and message ids."""
+    flat: list[Any] = [] if head is None else [head]
+    for item in items:
+        flat.append(bytes_mask(item["members"]))
+        flat.append(message(item["message"]))
+    return tuple(flat)
+

@@ -40,6 +40,10 @@ INSIDE_WINDOW = 256  # settles per trial at one point of a layer
 INSIDE_YIELD = 4  # a trial pays when at least one in INSIDE_YIELD of its branches stops
 INSIDE_REST = 16  # after a trial that does not, skip INSIDE_REST trials' worth of branches,
 INSIDE_REST_MOST = 1024  # twice as many after each further such trial, up to this
+# the queue's heaps are rebuilt from their live entries when they hold more than
+# STALE_SHARE entries per live branch, plus STALE_FLOOR (see BranchQueue)
+STALE_SHARE = 4
+STALE_FLOOR = 4096
 
 
 class BranchQueue:
@@ -49,7 +53,14 @@ class BranchQueue:
     stale, and is skipped when it comes up. An entry is live while its push number is
     the branch's ``queued`` (0 when not queued), so an entry left behind never comes
     back to life when its branch is pushed again (as a branch whose expansion a limit
-    interrupted is): the branch is listed, and popped, once."""
+    interrupted is): the branch is listed, and popped, once.
+
+    An entry left behind holds its branch alive. Most entries popped by ``g_hat`` wait
+    in the layer heap behind the lower layers, so stale entries once outnumbered live
+    ones twentyfold (water: 127,739 against 6,130). When the heaps hold more than
+    :data:`STALE_SHARE` entries per live branch, both are rebuilt from their live
+    entries; the entries are totally ordered (each has its push number), so the order
+    of pops is unchanged."""
 
     def __init__(self) -> None:
         self.by_cost: list[tuple[float, int, Branch]] = []
@@ -63,6 +74,15 @@ class BranchQueue:
         heapq.heappush(self.by_cost, (branch.estimate, self._seq, branch))
         heapq.heappush(self.by_layer, (branch.layer, branch.estimate, self._seq, branch))
         self.size += 1
+        if len(self.by_cost) + len(self.by_layer) > STALE_SHARE * self.size + STALE_FLOOR:
+            self.compact()
+
+    def compact(self) -> None:
+        """Drop the stale entries of both heaps (see the class docstring)."""
+        self.by_cost = self._live()
+        self.by_layer = [entry for entry in self.by_layer if entry[3].queued == entry[2]]
+        heapq.heapify(self.by_cost)
+        heapq.heapify(self.by_layer)
 
     def _live(self) -> list[tuple[float, int, Branch]]:
         return [entry for entry in self.by_cost if entry[2].queued == entry[1]]
@@ -111,7 +131,7 @@ class Explorer:
         self.shard = shard
         self.shard_index = shard_index
         self.shards = shards
-        self.final_key = (problem.topo.l_max, (), ())
+        self.final_key = problem.final_key()
         self.g_min = math.inf
         self.dominated: set[int] = set()  # records known to be dominated
         self.notify = notify

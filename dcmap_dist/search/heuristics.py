@@ -130,8 +130,8 @@ def all_singletons(problem: Problem) -> Branch:
     cost = 0.0
     for l in range(topo.l_max + 1):
         for i in bits(topo.layer_mask[l]):
-            kids = tuple((1 << c, False, messages[c]) for c in bits(topo.children[i]))
-            c, messages[i] = problem.cluster_layer_cost(1 << i, kids)
+            kids = tuple((1 << c, messages[c]) for c in bits(topo.children[i]))
+            c, messages[i] = problem.cluster_layer_cost(1 << i, 1 << i, kids)
             cost += c
     return Branch(topo.l_max, -1, (), (), cost)
 

@@ -44,14 +44,13 @@ def route(key: tuple, shards: int) -> int:
     whose hashes may differ between processes). Deterministic across processes."""
     if shards == 1:
         return 0
-    layer, parts, blocked = key
-    if parts and isinstance(parts[0][0], tuple):  # lean: ((frontier, outside), ...), pairs
-        masks = [mask for frontier, _ in parts for mask, _ in frontier]
-        masks += [outside for _, outside in parts]
-    else:  # full: (layer, comps, frontier)
-        masks = [mask for mask, _ in blocked]
-        blocked = parts
-    return hash((layer, blocked, *masks)) % shards
+    head, parts, last = key
+    if type(last) is int:  # lean: parts (outside, members, message, ...), blocked pairs as bits
+        masks = [part[0] for part in parts] + [mask for part in parts for mask in part[1::2]]
+    else:  # full: component masks, (members, message, ...)
+        masks = list(parts) + list(last[::2])
+        last = 0
+    return hash((head, last, *masks)) % shards
 
 
 def record_id(owner: int, serial: int) -> int:

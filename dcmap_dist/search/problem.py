@@ -94,7 +94,7 @@ class Problem:
         self.model = model
         self.scheme = scheme
         self.topo = topo = Topology(network)
-        self._costs = Memo(self._evaluate)  # (nodes, children) -> (cost, message)
+        self._costs = Memo(self._evaluate)  # (nodes, same, children...) -> (cost, message): see _evaluate
         # each distinct message as one object: keys holding equal messages then compare
         # them by identity (a frozenset compares element by element otherwise)
         self._messages: dict[Hashable, Hashable] = {}
@@ -147,20 +147,29 @@ class Problem:
         branch.estimate = branch.cost + self.estimate(branch)
         return branch
 
-    def cluster_layer_cost(
-        self, nodes: int, children: tuple[tuple[int, bool, Hashable], ...]
-    ) -> tuple[float, Hashable]:
-        """Cost and message of cluster-layer ``nodes`` given its children
-        ``(members, same_cluster, message)``, memoised."""
-        return self._costs[(nodes, children)]
+    def cluster_layer_cost(self, nodes: int, cluster: int,
+                           children: tuple[tuple[int, Hashable], ...]) -> tuple[float, Hashable]:
+        """Cost and message of cluster-layer ``nodes`` in the cluster ``cluster`` (a mask)
+        given its children ``(members, message)``, memoised."""
+        key = [nodes, 0]
+        same = 0
+        for item in children:
+            key.append(item[0])
+            key.append(item[1])
+            same |= item[0] & cluster
+        key[1] = same
+        return self._costs[tuple(key)]
 
-    def _evaluate(self, key: tuple[int, tuple[tuple[int, bool, Hashable], ...]]) -> tuple[float, Hashable]:
-        """The cost model's answer for a :meth:`cluster_layer_cost` key (a memo miss)."""
-        nodes, children = key
+    def _evaluate(self, key: tuple) -> tuple[float, Hashable]:
+        """The cost model's answer for a key of the cost memo (a miss): ``(nodes, same,
+        members, message, members, message, ...)``, the cluster-layer ``nodes`` and its
+        children, ``same`` the union of those in its cluster (flat: pathfinder's memo held
+        up to a hundred children per key)."""
+        nodes, same = key[0], key[1]
         topo = self.topo
         kids = [
-            ChildClusterLayer(topo.names(m), topo.layer[(m & -m).bit_length() - 1], same, msg)
-            for m, same, msg in children
+            ChildClusterLayer(topo.names(m), topo.layer[(m & -m).bit_length() - 1], m & same != 0, msg)
+            for m, msg in zip(key[2::2], key[3::2])
         ]
         layer = topo.layer[(nodes & -nodes).bit_length() - 1]
         ctx = CostContext(topo.names(nodes), layer, self.graph, sort_children(kids))
@@ -174,7 +183,7 @@ class Problem:
         comps = []
         frontier = []
         for i in bits(self.topo.layer_mask[0]):
-            c, msg = self.cluster_layer_cost(1 << i, ())
+            c, msg = self.cluster_layer_cost(1 << i, 1 << i, ())
             cost += c
             comps.append((1 << i, True))
             frontier.append((1 << i, msg))
@@ -231,7 +240,7 @@ class Problem:
         """Cost of a new cluster-layer ``nodes`` whose component (after merging) is
         ``cluster``; its children are among the frontier cluster-layers ``frontier``."""
         kids = self.children_of[nodes]
-        return self._costs[(nodes, tuple([(m, m & cluster != 0, msg) for m, msg in frontier if m & kids]))]
+        return self.cluster_layer_cost(nodes, cluster, tuple([item for item in frontier if item[0] & kids]))
 
     def _apply(self, branch: Branch, proposal: int, joined: int, merged: int, free: int,
                below: tuple[tuple[int, Hashable], ...], unfixed: list[tuple[int, int]],
@@ -334,6 +343,13 @@ class Problem:
         layer the key is the same over what an unplaced node still reads, headed by
         ``(layer, assigned)`` and, for ``lean``, the masks of the components fixed at
         this layer and of those that hold a node of it.
+
+        The key is flat tuples of ints and messages (docs/search.md, "The link key's
+        layout"): ``lean`` is ``(head, parts, blocked)``, each part ``(outside, members,
+        message, members, message, ...)`` and ``blocked`` one int, bit ``i * len(parts) + j``
+        for a pair ``i < j`` that can never merge; ``full`` is ``(head, component masks,
+        (members, message, ...))``, its head ``(layer, assigned, fixed)`` inside a layer
+        (``fixed``: bit ``i`` for component ``i``).
         """
         topo = self.topo
         layer = branch.layer
@@ -346,36 +362,63 @@ class Problem:
             comps = tuple([comp for comp in branch.comps if parents_of[comp[0]] & rest])
             frontier = tuple([item for item in branch.frontier if parents_of[item[0]] & rest])
         if self.key_kind == "full":
-            return (layer if branch.layer_done else (layer, branch.assigned)), comps, frontier
+            return self._full_key(branch, comps, frontier)
         known = self.closures
         parts = []
         for members, fixed in comps:
-            items = tuple([c for c in frontier if c[0] & members])
+            flat = [0]  # the outside ancestors go first, once known
+            for item in frontier:
+                if item[0] & members:
+                    flat.append(item[0])
+                    flat.append(item[1])
             # headed by its first cluster-layer's mask: the parts' items are disjoint, so
             # this orders them as their items would, comparing ints only
-            parts.append((items[0][0], items, members, known[members], fixed))
+            parts.append((flat[1], flat, members, known[members], fixed))
         parts.sort()
+        count = len(parts)
         placed = ~rest
         outside = [closure[0] & placed & ~members for _, _, members, closure, _ in parts]
-        blocked = []
+        blocked = 0
         for i, (_, _, _, (_, descendants_i, touch_i, layers_i), _) in enumerate(parts):
             outside_i = outside[i]
-            for j in range(i + 1, len(parts)):
+            for j in range(i + 1, count):
                 _, _, members_j, (_, descendants_j, _, layers_j), _ = parts[j]
                 if (layers_i & layers_j or touch_i & members_j
                         or descendants_i & outside[j] or descendants_j & outside_i):
-                    blocked.append((i, j))
+                    blocked |= 1 << (i * count + j)
         reach = self._reach[rest]
-        kept = tuple([(part[1], out & reach) for part, out in zip(parts, outside)])
+        for part, out in zip(parts, outside):
+            part[1][0] = out & reach
+        kept = tuple([tuple(part[1]) for part in parts])
         if branch.layer_done:
-            return layer, kept, tuple(blocked)
+            return layer, kept, blocked
         fixed = held = 0
         for i, (_, _, _, (_, _, _, layers_i), fixed_i) in enumerate(parts):
             if fixed_i:
                 fixed |= 1 << i
                 if layers_i >> layer & 1:  # only a fixed component holds a node of this layer
                     held |= 1 << i
-        return (layer, branch.assigned, fixed, held), kept, tuple(blocked)
+        return (layer, branch.assigned, fixed, held), kept, blocked
+
+    def _full_key(self, branch: Branch, comps: tuple, frontier: tuple) -> tuple:
+        """The ``full`` key of :meth:`link_key`, from the components and frontier an
+        unplaced node still reads."""
+        flat = []
+        for item in frontier:
+            flat.append(item[0])
+            flat.append(item[1])
+        masks = tuple([members for members, _ in comps])
+        if branch.layer_done:
+            return branch.layer, masks, tuple(flat)
+        fixed = 0
+        for i, comp in enumerate(comps):
+            if comp[1]:
+                fixed |= 1 << i
+        return (branch.layer, branch.assigned, fixed), masks, tuple(flat)
+
+    def final_key(self) -> tuple:
+        """The key of every complete mapping (the last layer done, nothing left open)."""
+        return (self.topo.l_max, (), ()) if self.key_kind == "full" else (self.topo.l_max, (), 0)
 
     def is_complete(self, branch: Branch) -> bool:
         return branch.layer_done and branch.layer == self.topo.l_max

@@ -175,7 +175,7 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
         state(last, "links").entries[columns_key(row, kind, messages.__getitem__)] = Entry(row["best"], row["record"])
     for row in _rows(tables["histories"]):
         state(row["component"], "histories").histories.setdefault(row["record"], []).append(
-            (_trail(row["trail_record"], row["trail_joins"]), row["iteration"]))
+            (row["iteration"],) + _trail(row["trail_record"], row["trail_joins"]))
     for row in _rows(tables["dominated"]):
         state(row["component"], "dominated").dominated.add(row["record"])
     return found

@@ -94,9 +94,9 @@ def state_rows(component: int, state: SearchState, kind: str,
 
 def history_rows(component: int, histories: dict[int, list[History]]) -> Iterator[tuple[str, dict[str, Any]]]:
     for record, items in histories.items():
-        for trail, iteration in items:
-            yield "histories", {"component": component, "record": record, "iteration": iteration,
-                                "trail_record": trail[0], "trail_joins": _joins(trail)}
+        for history in items:
+            yield "histories", {"component": component, "record": record, "iteration": history[0],
+                                "trail_record": history[1], "trail_joins": _joins(history[1:])}
 
 
 def _joins(trail: tuple) -> list[bytes]:

@@ -26,7 +26,7 @@ from dcmap_dist.search.linking import LinkShard
 from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 
-from search_costs import COST_MODELS, partition, random_network, trace_problem
+from search_costs import COST_MODELS, partition, random_network, trace_problem, varied_cost
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -83,6 +83,22 @@ def test_distributed_equals_serial_on_random_graphs(seeds):
             if problem:
                 problems.append(problem)
     assert not problems, "\n".join(problems[:20])
+
+
+def test_messages_of_every_kind_cross_workers_exactly():
+    """A user model whose messages are floats, strings, bytes, nested tuples and instances
+    of its own class (none an int; the class is pickled, not marshalled, between
+    workers): serially and on two workers, sharded or with the coordinator's table, the
+    answer is brute force's."""
+    problems = []
+    for seed in range(4):
+        network = random_network(seed, 7, 9)
+        for scheme in ("merge", "single"):
+            brute = solve(network, varied_cost, scheme, method="brute", max_solutions=None)
+            for workers, table in ((1, "sharded"), (2, "sharded"), (2, "coordinator")):
+                result = solve(network, varied_cost, scheme, max_solutions=None, workers=workers, link_table=table)
+                problems.append(disagreement(brute, result, f"seed {seed} {scheme} W={workers} {table}"))
+    assert not any(problems), "\n".join(p for p in problems if p)
 
 
 @pytest.mark.parametrize("name,slices,order", [

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import ray.cloudpickle
+
 from ...cost.base import CostModel
 from ...cost.dcmap import DcmapCost
 from ...limits import Stopwatch
@@ -55,12 +57,14 @@ def packed(arrivals: list[tuple[tuple, Branch]], marshal_them: bool) -> bytes:
     """A batch of completions ``(key, branch)`` as bytes: each branch as the plain tuple of
     its fields, written with :mod:`marshal` when ``marshal_them`` (see
     :func:`marshallable`; a third of the time pickle took, which reduced every ``Branch``
-    in Python), else pickled. The first byte says which."""
+    in Python), else pickled with Ray's cloudpickle: a message of the user's own class,
+    from a module the workers cannot import, travels by value as the cost model did
+    (:func:`~dcmap_dist.run.ray.driver.ship_by_value`). The first byte says which."""
     rows = [(key, (b.layer, b.assigned, b.comps, b.frontier, b.cost, b.trail, b.link, b.estimate, b.bound))
             for key, b in arrivals]
     if marshal_them:
         return b"M" + marshal.dumps(rows)
-    return b"P" + pickle.dumps(rows, protocol=5)
+    return b"P" + ray.cloudpickle.dumps(rows, protocol=5)
 
 
 def unpacked(batch: bytes) -> list[tuple[tuple, Branch]]:

@@ -27,7 +27,7 @@ from dcmap_dist.search import explorer as explorer_module
 from dcmap_dist.search.audit import AuditError
 from dcmap_dist.search.explorer import Explorer
 from dcmap_dist.search.linking import LinkShard, route
-from dcmap_dist.search.problem import Problem
+from dcmap_dist.search.problem import Problem, key_parts
 from dcmap_dist.solve import solve
 from search_costs import random_network
 
@@ -129,7 +129,10 @@ def test_weakened_lean_key_is_caught(monkeypatch, weakening, where):
                 return head, parts, blocked
             if weakening == "no merge blocks":
                 return head, parts, 0
-            return head, tuple((0, *part[1:]) for part in parts), blocked
+            flat = []
+            for _, items in key_parts(parts):
+                flat += (len(items) // 2, 0, *items)
+            return head, tuple(flat), blocked
 
     monkeypatch.setattr(importlib.import_module("dcmap_dist.solve"), "Problem", Weakened)
     assert count_disagreements(40, seed=2024) > 0

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..model.topology import bits
+from ..search.problem import key_parts
 
 __all__ = ["encode_message", "decode_message", "KEY_FIELDS", "key_columns", "columns_key",
            "mask_bytes", "bytes_mask"]
@@ -124,10 +125,11 @@ def key_columns(key: tuple, kind: str, ids: Mapping[Hashable, int], masks: Mappi
     else:
         row["layer"] = head
     if kind == "lean":
-        row["parts"] = [{"frontier": [{"members": masks[part[k]], "message": ids[part[k + 1]]}
-                                      for k in range(1, len(part), 2)],
-                         "outside": masks[part[0]]} for part in second]
-        count = len(second)
+        parts = key_parts(second)
+        row["parts"] = [{"frontier": [{"members": masks[items[k]], "message": ids[items[k + 1]]}
+                                      for k in range(0, len(items), 2)],
+                         "outside": masks[outside]} for outside, items in parts]
+        count = len(parts)
         row["blocked"] = [{"first": bit // count, "second": bit % count} for bit in bits(third)]
     else:
         row["comps"] = [{"members": masks[m], "fixed": bool(fixed >> i & 1)} for i, m in enumerate(second)]
@@ -144,28 +146,30 @@ def columns_key(row: dict[str, Any], kind: str, message: Callable[[int], Hashabl
         if kind == "lean":
             head = (layer, bytes_mask(row["assigned"]), bytes_mask(row["fixed"]), bytes_mask(row["held"])) \
                 if inside else layer
-            parts = tuple(_flat(bytes_mask(part["outside"]), part["frontier"], message) for part in row["parts"])
-            count = len(parts)
+            parts: list[Any] = []
+            for part in row["parts"]:
+                parts += (len(part["frontier"]), bytes_mask(part["outside"]), *_flat(part["frontier"], message))
+            count = len(row["parts"])
             blocked = 0
             for pair in row["blocked"]:
                 first, second = pair["first"], pair["second"]
                 if not 0 <= first < second < count:
                     raise ValueError(f"a blocked pair {first, second} of {count} parts")
                 blocked |= 1 << (first * count + second)
-            return head, parts, blocked
+            return head, tuple(parts), blocked
         comps = row["comps"]
         fixed = sum(1 << i for i, c in enumerate(comps) if c["fixed"])
         head = (layer, bytes_mask(row["assigned"]), fixed) if inside else layer
         if fixed and not inside:
             raise ValueError("a fixed component at a completed layer")
-        return head, tuple(bytes_mask(c["members"]) for c in comps), _flat(None, row["cls"], message)
+        return head, tuple(bytes_mask(c["members"]) for c in comps), _flat(row["cls"], message)
     except (TypeError, KeyError) as exc:
         raise ValueError(f"not a {kind} link key ({type(exc).__name__}: {exc})") from None
 
 
-def _flat(head: int | None, items: list[dict[str, Any]], message: Callable[[int], Hashable]) -> tuple:
-    """``(head, members, message, ...)`` (without ``head`` if None) from rows of members and message ids."""
-    flat: list[Any] = [] if head is None else [head]
+def _flat(items: list[dict[str, Any]], message: Callable[[int], Hashable]) -> tuple:
+    """``(members, message, ...)`` from rows of members and message ids."""
+    flat: list[Any] = []
     for item in items:
         flat.append(bytes_mask(item["members"]))
         flat.append(message(item["message"]))

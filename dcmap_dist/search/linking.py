@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from .problem import within
+from .problem import key_parts, within
 
 NEW, CHEAPER, TIE, WORSE = "new", "cheaper", "tie", "worse"
 History = tuple  # (iteration found, *trail)
@@ -47,8 +47,11 @@ def route(key: tuple, shards: int) -> int:
     if shards == 1:
         return 0
     head, parts, last = key
-    if type(last) is int:  # lean: parts (outside, members, message, ...), blocked pairs as bits
-        masks = [part[0] for part in parts] + [mask for part in parts for mask in part[1::2]]
+    if type(last) is int:  # lean: parts (count, outside, members, message, ...), blocked pairs as bits
+        masks = []
+        for outside, items in key_parts(parts):
+            masks.append(outside)
+            masks.extend(items[::2])
     else:  # full: component masks, (members, message, ...)
         masks = list(parts) + list(last[::2])
         last = 0

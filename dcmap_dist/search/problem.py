@@ -345,9 +345,10 @@ class Problem:
         this layer and of those that hold a node of it.
 
         The key is flat tuples of ints and messages (docs/search.md, "The link key's
-        layout"): ``lean`` is ``(head, parts, blocked)``, each part ``(outside, members,
-        message, members, message, ...)`` and ``blocked`` one int, bit ``i * len(parts) + j``
-        for a pair ``i < j`` that can never merge; ``full`` is ``(head, component masks,
+        layout"): ``lean`` is ``(head, parts, blocked)``, ``parts`` one tuple holding,
+        part after part, ``count, outside, members, message, ...`` (``count`` cluster-layers;
+        :func:`key_parts` reads it) and ``blocked`` one int, bit ``i * parts + j`` for a
+        pair of parts ``i < j`` that can never merge; ``full`` is ``(head, component masks,
         (members, message, ...))``, its head ``(layer, assigned, fixed)`` inside a layer
         (``fixed``: bit ``i`` for component ``i``).
         """
@@ -366,14 +367,14 @@ class Problem:
         known = self.closures
         parts = []
         for members, fixed in comps:
-            flat = [0]  # the outside ancestors go first, once known
+            items = []  # its frontier cluster-layers: members, message, ...
             for item in frontier:
                 if item[0] & members:
-                    flat.append(item[0])
-                    flat.append(item[1])
+                    items.append(item[0])
+                    items.append(item[1])
             # headed by its first cluster-layer's mask: the parts' items are disjoint, so
             # this orders them as their items would, comparing ints only
-            parts.append((flat[1], flat, members, known[members], fixed))
+            parts.append((items[0], items, members, known[members], fixed))
         parts.sort()
         count = len(parts)
         placed = ~rest
@@ -387,9 +388,13 @@ class Problem:
                         or descendants_i & outside[j] or descendants_j & outside_i):
                     blocked |= 1 << (i * count + j)
         reach = self._reach[rest]
+        flat = []
         for part, out in zip(parts, outside):
-            part[1][0] = out & reach
-        kept = tuple([tuple(part[1]) for part in parts])
+            items = part[1]
+            flat.append(len(items) >> 1)
+            flat.append(out & reach)
+            flat.extend(items)
+        kept = tuple(flat)
         if branch.layer_done:
             return layer, kept, blocked
         fixed = held = 0
@@ -422,6 +427,18 @@ class Problem:
 
     def is_complete(self, branch: Branch) -> bool:
         return branch.layer_done and branch.layer == self.topo.l_max
+
+
+def key_parts(parts: tuple) -> list[tuple[int, tuple]]:
+    """The parts of a ``lean`` key's flat ``parts`` (:meth:`Problem.link_key`), each as
+    ``(outside, (members, message, ...))``."""
+    found = []
+    start = 0
+    while start < len(parts):
+        end = start + 2 + 2 * parts[start]
+        found.append((parts[start + 1], parts[start + 2:end]))
+        start = end
+    return found
 
 
 def closures_of(topo: Topology, members: int) -> tuple[int, int, int, int]:

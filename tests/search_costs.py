@@ -173,11 +173,25 @@ def _message_weight(message: Hashable) -> float:
     return _message_weight(message[1]) + len(message[2]) / 2  # ("t", inner, frozenset)
 
 
+def _canonical(message: Hashable) -> object:
+    """A form of a :func:`varied_cost` message that prints the same in every process (a
+    frozenset's order, and so its repr, depends on the process's string hashes)."""
+    if isinstance(message, Summary):
+        return ("summary", _canonical(message.nodes), message.weight)
+    if isinstance(message, frozenset):
+        return ("set", sorted(message))
+    if isinstance(message, tuple):
+        return tuple(_canonical(item) for item in message)
+    return message
+
+
 def varied_cost(ctx: CostContext) -> tuple[float, Hashable]:
     """A cost read from the children's messages, which are of five kinds, none an int: a
     float, a string, bytes, a nested tuple holding a frozenset, and a :class:`Summary`
     (picked by a hash of the context). Costs are quarters, so mappings tie."""
-    h = _stable(("varied", context_key(ctx)))
+    h = _stable(("varied", sorted(ctx.nodes), ctx.layer,
+                 sorted((sorted(c.nodes), c.layer, c.same_cluster, repr(_canonical(c.message)))
+                        for c in ctx.children)))
     cost = 1.0 + (h % 4) / 4 + sum(_message_weight(c.message) * (0.5 if c.same_cluster else 1.0)
                                    for c in ctx.children)
     weight = (h >> 4) % 3 / 4

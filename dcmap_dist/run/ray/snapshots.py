@@ -10,6 +10,7 @@ import pickle
 import time
 
 import ray
+import ray.cloudpickle
 
 from ...limits import StopReason
 from ...search.explorer import Explorer
@@ -62,9 +63,12 @@ class Snapshots:
         calls = [w.snapshot.options(num_returns=2).remote() for w in self.workers]
         ray.get([flag for flag, _ in calls])  # raises here if a worker died while saving
         states = [state for _, state in calls]
-        self.snapshot = Snapshot(states, [list(x) for x in self.inbox], [list(x) for x in self.unheard],
-                                 pickle.dumps(self._own_state(), protocol=5), self.explorer.g_min, self.iterations,
-                                 list(self.trace), list(self.stats), dict(self.totals))
+        # cloudpickle: a message of the user's own class may come from a module that only the
+        # driver can import (the class came here by value, as the model did: ship_by_value)
+        own = ray.cloudpickle.dumps(self._own_state(), protocol=5)
+        self.snapshot = Snapshot(states, [list(x) for x in self.inbox], [list(x) for x in self.unheard], own,
+                                 self.explorer.g_min, self.iterations, list(self.trace), list(self.stats),
+                                 dict(self.totals))
         took = time.perf_counter() - start
         self.totals["snapshots"] += 1
         self.totals["snapshot_seconds"] += took

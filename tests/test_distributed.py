@@ -202,7 +202,7 @@ def test_batches_come_back_equal_by_marshal_or_pickle():
     """A batch of real completions comes back with equal keys and branch fields: by marshal
     for the built-in model, by pickle for any other, where a numpy cost keeps its type
     (marshal would have turned it into bytes)."""
-    network = random_network(7, 9, 10)
+    network = random_network(7, 12, 14)
     problem = Problem(network, DcmapCost(), "merge")
     explorer = Explorer(problem, 0.6, 0, LinkShard(1), 0, 2)
     root = problem.root()

@@ -254,7 +254,7 @@ def completions(problem: Problem, branch, g_min: float) -> Counter:
     equal answers exactly when their futures are the same."""
     rest = problem.remaining(branch)
     token = {}
-    for members, _ in branch.comps:
+    for members in branch.comps:
         shown = tuple(sorted(m for m, _ in branch.frontier if m & members and problem.parents_of[m] & rest))
         for i in bits(members):
             token[i] = ("component", shown)

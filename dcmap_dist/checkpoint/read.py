@@ -162,9 +162,10 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
             raise ValueError(f"branches.arrow: a branch of component {row['component']}, not {last}")
         branch = Branch(
             row["layer"], -1 if row["assigned"] is None else bytes_mask(row["assigned"]),
-            tuple((bytes_mask(c["members"]), bool(c["fixed"])) for c in row["comps"]),
+            tuple(bytes_mask(c["members"]) for c in row["comps"]),
             tuple((bytes_mask(c["members"]), messages[c["message"]]) for c in row["cls"]),
-            row["cost"], _trail(row["trail_record"], row["trail_joins"]), row["link"], row["estimate"], row["bound"])
+            row["cost"], _trail(row["trail_record"], row["trail_joins"]), row["link"], row["estimate"], row["bound"],
+            sum(1 << i for i, c in enumerate(row["comps"]) if c["fixed"]))
         if row["arrival"]:
             found.arrivals.setdefault(last, []).append(branch)
         else:

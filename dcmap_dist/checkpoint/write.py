@@ -68,7 +68,7 @@ def _branch_row(component: int, branch: Branch, arrival: bool, messages: Message
     return {
         "component": component, "arrival": arrival,
         "layer": branch.layer, "assigned": None if branch.assigned == -1 else masks[branch.assigned],
-        "comps": [{"members": masks[m], "fixed": f} for m, f in branch.comps],
+        "comps": [{"members": masks[m], "fixed": bool(branch.fixed >> i & 1)} for i, m in enumerate(branch.comps)],
         "cls": [{"members": masks[m], "message": ids[msg]} for m, msg in branch.frontier],
         "cost": branch.cost, "estimate": branch.estimate, "bound": branch.bound, "link": branch.link,
         "trail_record": branch.trail[0], "trail_joins": _joins(branch.trail),

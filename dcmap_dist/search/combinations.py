@@ -38,19 +38,19 @@ def iter_combos(z: list[Any], z1: set[Any], z3: set[Any]) -> Iterator[frozenset[
             yield frozenset(z1) | frozenset(subset)
 
 
-def combinations(comps: tuple[tuple[int, bool], ...], proposal: int, free: int, scheme: str,
+def combinations(comps: tuple[int, ...], fixed: int, proposal: int, free: int, scheme: str,
                  topo: Topology, parents_of: Memo, closures: Memo, watch: Stopwatch | None = None,
                  most: int | None = None) -> list[tuple[int, int]]:
-    """Feasible ``(K, S)`` for the open components ``comps`` and the unplaced layer
-    nodes ``free``: layer nodes ``K`` joining component ``proposal`` (an index), and
-    the set ``S`` (bitmask over component indices, the proposal included) merged with
-    it; the first ``most`` of them if given. ``parents_of`` and ``closures`` are the
-    problem's memos of a node set's parents and of its ancestors, descendants,
-    neighbours and layers. With a ``watch``, every step checks the limits (raising
-    SearchInterrupted)."""
+    """Feasible ``(K, S)`` for the open components ``comps`` (member masks; bit ``i`` of
+    ``fixed`` set for those fixed at this layer) and the unplaced layer nodes ``free``:
+    layer nodes ``K`` joining component ``proposal`` (an index), and the set ``S``
+    (bitmask over component indices, the proposal included) merged with it; the first
+    ``most`` of them if given. ``parents_of`` and ``closures`` are the problem's memos
+    of a node set's parents and of its ancestors, descendants, neighbours and layers.
+    With a ``watch``, every step checks the limits (raising SearchInterrupted)."""
     if most == 0:
         return []
-    members = comps[proposal][0]
+    members = comps[proposal]
     if scheme == "single":
         up, down = closures[members][:2]
         found = []
@@ -63,23 +63,23 @@ def combinations(comps: tuple[tuple[int, bool], ...], proposal: int, free: int, 
                 if len(found) == most:
                     break
         return found
-    return _merge_combos(comps, proposal, free, topo, parents_of, closures, watch, most)
+    return _merge_combos(comps, fixed, proposal, free, topo, parents_of, closures, watch, most)
 
 
-def _merge_combos(comps: tuple[tuple[int, bool], ...], proposal: int, free: int, topo: Topology,
+def _merge_combos(comps: tuple[int, ...], fixed: int, proposal: int, free: int, topo: Topology,
                   parents_of: Memo, closures: Memo, watch: Stopwatch | None,
                   most: int | None) -> list[tuple[int, int]]:
     """Connected sets of layer nodes and unfixed components containing the proposal,
     in which the components have no arc and no layer in common and the union is
     contiguous (the first ``most`` if given). Each set is generated once; the lone
     proposal, with no joiner, is the "not extended" combination."""
-    open_idx = [i for i, (_, fixed) in enumerate(comps) if not fixed]
-    known = {i: closures[comps[i][0]] for i in open_idx}
+    open_idx = [i for i in range(len(comps)) if not fixed >> i & 1]
+    known = {i: closures[comps[i]] for i in open_idx}
     found: list[tuple[int, int]] = []
     # what every step of the enumeration reads, passed down (a nested function calling
     # itself would be a reference cycle, left to the garbage collector at every expansion)
     context = (comps, open_idx, known, free, watch, topo, topo.children, parents_of, found, most)
-    members = comps[proposal][0]
+    members = comps[proposal]
     up, down, _, layers_used = known[proposal]
     _grow(context, 0, 1 << proposal, members, layers_used, down, up, parents_of[members] & free, 0, 0,
           1 << proposal)
@@ -102,7 +102,7 @@ def _grow(context: tuple, joined: int, merged: int, union: int, layers_used: int
         mendable = 0
         for j in open_idx:
             if not (merged | banned_comps) >> j & 1:
-                mendable |= comps[j][0]
+                mendable |= comps[j]
         if breaking & ~mendable:
             return False
     else:
@@ -117,7 +117,7 @@ def _grow(context: tuple, joined: int, merged: int, union: int, layers_used: int
             new_comps = 0
             for j in open_idx:
                 bit = 1 << j
-                if not (merged | cand_comps | banned_comps) & bit and children[i] & comps[j][0]:
+                if not (merged | cand_comps | banned_comps) & bit and children[i] & comps[j]:
                     new_comps |= bit
             if _grow(context, joined | low, merged, union, layers_used, down, up,
                      cand_nodes, cand_comps | new_comps, banned_nodes, banned_comps):
@@ -128,7 +128,7 @@ def _grow(context: tuple, joined: int, merged: int, union: int, layers_used: int
             cand_comps ^= bit
             banned_comps |= bit
             j = bit.bit_length() - 1
-            m = comps[j][0]
+            m = comps[j]
             up_j, down_j, touch_j, layers_j = known[j]
             if touch_j & union or layers_j & layers_used:
                 continue

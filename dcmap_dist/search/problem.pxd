@@ -17,7 +17,7 @@ cdef class Problem:
                         object below, list unfixed, dict single_costs, dict reach,
                         object g_min=*)
     cpdef object link_key(self, object branch)
-    cpdef object _full_key(self, object branch, tuple comps, tuple frontier)
+    cpdef object _full_key(self, object branch, tuple comps, object fixed, tuple frontier)
     cpdef object next_proposal(self, object branch)
     cpdef object _read_later(self, object items, object layer)
     cpdef object _comps_read_later(self, object comps, object layer)

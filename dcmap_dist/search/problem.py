@@ -5,10 +5,11 @@ A :class:`Branch` holds one partial mapping: every node below layer ``layer`` is
 placed, and some of the nodes of ``layer``. Its state is plain data (ints, tuples,
 floats) so it can be serialised and moved between processes:
 
-* ``comps``: the open components, ``(members, fixed)``. A component is a
-  connected piece of a cluster restricted to the layers done so far; it is open
-  while it holds a node with a parent above the last completed layer. ``fixed``
-  means its fate at ``layer`` is decided (extended by a new cluster-layer, or not).
+* ``comps``: the open components' member masks. A component is a connected piece
+  of a cluster restricted to the layers done so far; it is open while it holds a
+  node with a parent above the last completed layer. Bit ``i`` of ``fixed`` means the
+  fate of component ``i`` at ``layer`` is decided (extended by a new cluster-layer, or
+  not).
 * ``frontier``: the frontier cluster-layers ``(members, message)``: those holding a
   node with a parent above the last completed layer. Future costs read only these.
   Messages are the cost model's own values, so a branch or a dominance key means
@@ -51,13 +52,14 @@ class Branch:
 
     layer: int
     assigned: int
-    comps: tuple[tuple[int, bool], ...]
+    comps: tuple[int, ...]
     frontier: tuple[tuple[int, Hashable], ...]
     cost: float
     trail: tuple = (None,)  # (last link record id or None, join masks since)
     link: int | None = None  # id of the last link record (DCMAP only)
     estimate: float = 0.0  # g_hat
     bound: float = 0.0  # cost + admissible lower bound of what is left
+    fixed: int = 0  # bit i: the fate of comps[i] at this layer is decided
     queued: int = field(default=0)  # the push number of its live queue entries (0: not queued)
 
     @property
@@ -70,7 +72,7 @@ class Branch:
         if self.assigned == -1:
             return self.advanced(record)
         return Branch(self.layer, self.assigned, self.comps, self.frontier, self.cost, (record,), record,
-                      self.estimate, self.bound)
+                      self.estimate, self.bound, self.fixed)
 
     def advanced(self, record: int | None = None) -> Branch:
         """This completed branch moved to the start of the next layer. Linked at record
@@ -185,7 +187,7 @@ class Problem:
         for i in bits(self.topo.layer_mask[0]):
             c, msg = self.cluster_layer_cost(1 << i, 1 << i, ())
             cost += c
-            comps.append((1 << i, True))
+            comps.append(1 << i)
             frontier.append((1 << i, msg))
         return self.score(self.finish_layer(Branch(0, -1, tuple(comps), tuple(frontier), cost)))
 
@@ -199,8 +201,9 @@ class Problem:
         best = -1
         best_size = 0
         best_count = 0
-        for idx, (members, fixed) in enumerate(branch.comps):
-            if fixed:
+        fixed = branch.fixed
+        for idx, members in enumerate(branch.comps):
+            if fixed >> idx & 1:
                 continue
             count = (self.parents_of[members] & free).bit_count()
             if count == 0:
@@ -222,12 +225,13 @@ class Problem:
         below = tuple([c for c in branch.frontier if topo.layer[(c[0] & -c[0]).bit_length() - 1] < layer])
         parents_of = self.parents_of
         # (bit, parents) of each unfixed component, by index
-        unfixed = [(1 << j, parents_of[members]) for j, (members, fixed) in enumerate(branch.comps) if not fixed]
+        fixed = branch.fixed
+        unfixed = [(1 << j, parents_of[members]) for j, members in enumerate(branch.comps) if not fixed >> j & 1]
         children = []
         # node -> its own cluster-layer's cost and frontier item (members, message)
         single_costs: dict[int, tuple[float, tuple[int, Hashable]]] = {}
         reach: dict[int, int] = {}  # merged -> the parents of the unfixed components outside it
-        for joined, merged in combinations(branch.comps, proposal, free, self.scheme, topo, parents_of,
+        for joined, merged in combinations(branch.comps, fixed, proposal, free, self.scheme, topo, parents_of,
                                            self.closures, watch, most):
             child = self._apply(branch, proposal, joined, merged, free, below, unfixed, single_costs, reach,
                                 g_min)
@@ -259,7 +263,7 @@ class Problem:
         if joined:
             union = joined
             for j in bits(merged):
-                union |= comps[j][0]
+                union |= comps[j]
             c, msg = self._new_cluster_layer(joined, union, below)
             cost += c
             frontier.append((joined, msg))
@@ -290,23 +294,36 @@ class Problem:
             return None
         trail = branch.trail
         if joined:
-            new_comps = [comp for j, comp in enumerate(comps) if not (merged >> j) & 1]
-            new_comps.append((union, True))
+            fixed = 0
+            new_comps = []
+            for j, members in enumerate(comps):
+                if not (merged >> j) & 1:
+                    if branch.fixed >> j & 1:
+                        fixed |= 1 << len(new_comps)
+                    new_comps.append(members)
+            fixed |= 1 << len(new_comps)
+            new_comps.append(union)
             # anchor on a child of a joiner in each merged component: a frontier node,
             # the same on every branch linked to this one, so tied histories rebuild
             anchors = joined
             kids = self.children_of[joined]
             for j in bits(merged):
-                touched = comps[j][0] & kids
+                touched = comps[j] & kids
                 anchors |= touched & -touched
             if anchors & (anchors - 1):
                 trail = trail + (anchors,)
         else:
-            new_comps = list(comps)
-            new_comps[proposal] = (comps[proposal][0], True)
-        new_comps.extend([(1 << i, True) for i in bits(singles)])
-        new_comps = self._comps_read_later(new_comps, layer) if done else tuple(new_comps)
-        child = Branch(layer, assigned, new_comps, frontier, cost, trail, branch.link)
+            fixed = branch.fixed | (1 << proposal)
+            new_comps = comps  # shared with the parent unless singles are added
+        if singles:
+            new_comps = list(new_comps)
+            for i in bits(singles):
+                fixed |= 1 << len(new_comps)
+                new_comps.append(1 << i)
+        if done:
+            new_comps = self._comps_read_later(new_comps, layer)
+            fixed = 0
+        child = Branch(layer, assigned, tuple(new_comps), frontier, cost, trail, branch.link, fixed=fixed)
         child.bound = bound
         child.estimate = bound if self._estimator is None else cost + self.estimate(child)
         return child
@@ -319,9 +336,12 @@ class Problem:
         frontier = tuple(self._read_later(branch.frontier, branch.layer))
         return Branch(branch.layer, -1, comps, frontier, branch.cost, branch.trail, branch.link)
 
-    def _comps_read_later(self, comps: list | tuple, layer: int) -> tuple[tuple[int, bool], ...]:
-        """The components a completed layer keeps, all unfixed again for the next layer."""
-        return tuple([(m, False) for m, _ in self._read_later(comps, layer)])
+    def _comps_read_later(self, comps: list | tuple, layer: int) -> tuple[int, ...]:
+        """The components a completed layer keeps, sorted (all unfixed again for the next
+        layer)."""
+        above = self.topo.above[layer]
+        parents_of = self.parents_of
+        return tuple(sorted([members for members in comps if parents_of[members] & above]))
 
     def _read_later(self, items: list | tuple, layer: int) -> list:
         """The ``(mask, ...)`` items with a parent above ``layer``, sorted: the components
@@ -354,19 +374,26 @@ class Problem:
         """
         topo = self.topo
         layer = branch.layer
+        fixed = 0  # bit i: comps[i] is fixed at this layer
         if branch.layer_done:
             rest = topo.above[layer]
             comps, frontier = branch.comps, branch.frontier
         else:
             rest = topo.above[layer] | (topo.layer_mask[layer] & ~branch.assigned)
             parents_of = self.parents_of
-            comps = tuple([comp for comp in branch.comps if parents_of[comp[0]] & rest])
+            kept_comps = []
+            for j, members in enumerate(branch.comps):
+                if parents_of[members] & rest:
+                    if branch.fixed >> j & 1:
+                        fixed |= 1 << len(kept_comps)
+                    kept_comps.append(members)
+            comps = tuple(kept_comps)
             frontier = tuple([item for item in branch.frontier if parents_of[item[0]] & rest])
         if self.key_kind == "full":
-            return self._full_key(branch, comps, frontier)
+            return self._full_key(branch, comps, fixed, frontier)
         known = self.closures
         parts = []
-        for members, fixed in comps:
+        for index, members in enumerate(comps):
             items = []  # its frontier cluster-layers: members, message, ...
             for item in frontier:
                 if item[0] & members:
@@ -374,7 +401,7 @@ class Problem:
                     items.append(item[1])
             # headed by its first cluster-layer's mask: the parts' items are disjoint, so
             # this orders them as their items would, comparing ints only
-            parts.append((items[0], items, members, known[members], fixed))
+            parts.append((items[0], items, members, known[members], fixed >> index & 1))
         parts.sort()
         count = len(parts)
         placed = ~rest
@@ -397,7 +424,7 @@ class Problem:
         kept = tuple(flat)
         if branch.layer_done:
             return layer, kept, blocked
-        fixed = held = 0
+        fixed = held = 0  # now over the sorted parts
         for i, (_, _, _, (_, _, _, layers_i), fixed_i) in enumerate(parts):
             if fixed_i:
                 fixed |= 1 << i
@@ -405,21 +432,16 @@ class Problem:
                     held |= 1 << i
         return (layer, branch.assigned, fixed, held), kept, blocked
 
-    def _full_key(self, branch: Branch, comps: tuple, frontier: tuple) -> tuple:
-        """The ``full`` key of :meth:`link_key`, from the components and frontier an
-        unplaced node still reads."""
+    def _full_key(self, branch: Branch, comps: tuple, fixed: int, frontier: tuple) -> tuple:
+        """The ``full`` key of :meth:`link_key`, from the components (``fixed``: which are
+        fixed) and frontier an unplaced node still reads."""
         flat = []
         for item in frontier:
             flat.append(item[0])
             flat.append(item[1])
-        masks = tuple([members for members, _ in comps])
         if branch.layer_done:
-            return branch.layer, masks, tuple(flat)
-        fixed = 0
-        for i, comp in enumerate(comps):
-            if comp[1]:
-                fixed |= 1 << i
-        return (branch.layer, branch.assigned, fixed), masks, tuple(flat)
+            return branch.layer, comps, tuple(flat)
+        return (branch.layer, branch.assigned, fixed), comps, tuple(flat)
 
     def final_key(self) -> tuple:
         """The key of every complete mapping (the last layer done, nothing left open)."""

@@ -60,7 +60,7 @@ def packed(arrivals: list[tuple[tuple, Branch]], marshal_them: bool) -> bytes:
     in Python), else pickled with Ray's cloudpickle: a message of the user's own class,
     from a module the workers cannot import, travels by value as the cost model did
     (:func:`~dcmap_dist.run.ray.driver.ship_by_value`). The first byte says which."""
-    rows = [(key, (b.layer, b.assigned, b.comps, b.frontier, b.cost, b.trail, b.link, b.estimate, b.bound))
+    rows = [(key, (b.layer, b.assigned, b.comps, b.frontier, b.cost, b.trail, b.link, b.estimate, b.bound, b.fixed))
             for key, b in arrivals]
     if marshal_them:
         return b"M" + marshal.dumps(rows)

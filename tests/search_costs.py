@@ -99,6 +99,16 @@ def wide_network(seed: int, n_min: int = 12, n_max: int = 18) -> Network:
     return Network(f"wide-{seed}", input_order, states, edge_list, observed)
 
 
+def comb_network(teeth: int = 45) -> Network:
+    """A root over ``teeth`` parents, each over a leaf of its own, plus a few arcs from the
+    root to leaves: layer 1 holds more open components than a machine word has bits."""
+    parents = [f"P{i}" for i in range(teeth)]
+    leaves = [f"L{i}" for i in range(teeth)]
+    edges = [("R", p) for p in parents] + list(zip(parents, leaves)) + [("R", leaves[i]) for i in range(0, teeth, 7)]
+    states = {x: 2 + i % 2 for i, x in enumerate(["R", *parents, *leaves])}
+    return Network(f"comb-{teeth}", ["R", *parents, *leaves], states, edges, [])
+
+
 def has_long_arc(network: Network) -> bool:
     return bool(long_arcs(network))
 

@@ -38,6 +38,9 @@ from .bounds import LowerBound
 from .combinations import combinations
 
 TOLERANCE = 1e-9
+# a Python int to shift by a length: compiled, ``1 << len(x)`` is a C shift of a 32-bit
+# int, wrong from 32 components on; ``ONE << len(x)`` shifts a Python int
+ONE = 1
 LINK_KEYS = ("lean", "full")
 
 
@@ -299,9 +302,9 @@ class Problem:
             for j, members in enumerate(comps):
                 if not (merged >> j) & 1:
                     if branch.fixed >> j & 1:
-                        fixed |= 1 << len(new_comps)
+                        fixed |= ONE << len(new_comps)
                     new_comps.append(members)
-            fixed |= 1 << len(new_comps)
+            fixed |= ONE << len(new_comps)
             new_comps.append(union)
             # anchor on a child of a joiner in each merged component: a frontier node,
             # the same on every branch linked to this one, so tied histories rebuild
@@ -318,7 +321,7 @@ class Problem:
         if singles:
             new_comps = list(new_comps)
             for i in bits(singles):
-                fixed |= 1 << len(new_comps)
+                fixed |= ONE << len(new_comps)
                 new_comps.append(1 << i)
         if done:
             new_comps = self._comps_read_later(new_comps, layer)
@@ -385,7 +388,7 @@ class Problem:
             for j, members in enumerate(branch.comps):
                 if parents_of[members] & rest:
                     if branch.fixed >> j & 1:
-                        fixed |= 1 << len(kept_comps)
+                        fixed |= ONE << len(kept_comps)
                     kept_comps.append(members)
             comps = tuple(kept_comps)
             frontier = tuple([item for item in branch.frontier if parents_of[item[0]] & rest])

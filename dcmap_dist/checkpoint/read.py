@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ..limits import StopReason
 from ..model.network import no_duplicate_keys
-from ..search.linking import Entry
+from ..search.linking import Entry, history
 from ..search.problem import Branch
 from ..search.state import SearchState
 from .arrow import (BATCH_ROWS, DIGESTS, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, CheckpointError, Damaged,
@@ -176,7 +176,7 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
         state(last, "links").entries[columns_key(row, kind, messages.__getitem__)] = Entry(row["best"], row["record"])
     for row in _rows(tables["histories"]):
         state(row["component"], "histories").histories.setdefault(row["record"], []).append(
-            (row["iteration"],) + _trail(row["trail_record"], row["trail_joins"]))
+            history(row["iteration"], _trail(row["trail_record"], row["trail_joins"])))
     for row in _rows(tables["dominated"]):
         state(row["component"], "dominated").dominated.add(row["record"])
     return found

@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..search.linking import History
+from ..search.linking import History, history_fields
 from ..search.problem import Branch
 from ..search.state import SearchState
 from .arrow import (BATCH_ROWS, DIGESTS, FAULT_VARIABLE, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, digest,
@@ -94,9 +94,10 @@ def state_rows(component: int, state: SearchState, kind: str,
 
 def history_rows(component: int, histories: dict[int, list[History]]) -> Iterator[tuple[str, dict[str, Any]]]:
     for record, items in histories.items():
-        for history in items:
-            yield "histories", {"component": component, "record": record, "iteration": history[0],
-                                "trail_record": history[1], "trail_joins": _joins(history[1:])}
+        for data in items:
+            iteration, trail = history_fields(data)
+            yield "histories", {"component": component, "record": record, "iteration": iteration,
+                                "trail_record": trail[0], "trail_joins": _joins(trail)}
 
 
 def _joins(trail: tuple) -> list[bytes]:

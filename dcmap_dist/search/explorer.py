@@ -56,8 +56,8 @@ class BranchQueue:
     interrupted is): the branch is listed, and popped, once.
 
     An entry left behind holds its branch alive. Most entries popped by ``g_hat`` wait
-    in the layer heap behind the lower layers, so stale entries once outnumbered live
-    ones twentyfold (water: 127,739 against 6,130). When the heaps hold more than
+    in the layer heap behind the lower layers, where they once outnumbered the live ones
+    twentyfold (docs/search.md, "The search's state in memory"). When the heaps hold more than
     :data:`STALE_SHARE` entries per live branch, both are rebuilt from their live
     entries; the entries are totally ordered (each has its push number), so the order
     of pops is unchanged."""

@@ -21,8 +21,8 @@ equality is decided by the shard's dict, exactly.
 A *trail* is ``(record id or None, join mask, ...)``: the branch's history since
 its last link record (``None``: since the root). ``histories[record]`` lists a
 *history* for every branch that reached the record at its best cost: the iteration it
-was found at and its trail, as one ``bytes`` record (:func:`history`; millions of them
-are kept, and as a tuple of Python ints one took 2.5 times the room).
+was found at and its trail, as one ``bytes`` record (:func:`history`: millions of them
+are kept).
 """
 
 from __future__ import annotations

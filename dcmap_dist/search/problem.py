@@ -168,8 +168,8 @@ class Problem:
     def _evaluate(self, key: tuple) -> tuple[float, Hashable]:
         """The cost model's answer for a key of the cost memo (a miss): ``(nodes, same,
         members, message, members, message, ...)``, the cluster-layer ``nodes`` and its
-        children, ``same`` the union of those in its cluster (flat: pathfinder's memo held
-        up to a hundred children per key)."""
+        children, ``same`` the union of those in its cluster (flat: a cluster-layer of a wide
+        network has up to a hundred children)."""
         nodes, same = key[0], key[1]
         topo = self.topo
         kids = [

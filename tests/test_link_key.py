@@ -27,7 +27,8 @@ from dcmap_dist.search import explorer as explorer_module
 from dcmap_dist.search.audit import AuditError
 from dcmap_dist.search.explorer import Explorer
 from dcmap_dist.search.linking import LinkShard, route
-from dcmap_dist.search.problem import Problem, key_parts
+from dcmap_dist.search.keys import key_parts
+from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 from search_costs import random_network
 

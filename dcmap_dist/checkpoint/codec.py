@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..model.topology import bits
-from ..search.problem import key_parts
+from ..search.keys import key_parts
 
 __all__ = ["encode_message", "decode_message", "KEY_FIELDS", "key_columns", "columns_key",
            "mask_bytes", "bytes_mask"]

@@ -91,6 +91,11 @@ def same_cluster_matrix(network: Network) -> np.ndarray:
     return matrix
 
 
+# a Python int to shift by a length: compiled, ``1 << len(x)`` is a C shift of a 32-bit
+# int, wrong from 32 on; ``ONE << len(x)`` shifts a Python int
+ONE = 1
+
+
 def bits(mask: int) -> list[int]:
     """Positions of the set bits of ``mask``, ascending."""
     out = []

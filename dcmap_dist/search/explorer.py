@@ -131,7 +131,7 @@ class Explorer:
         self.shard = shard
         self.shard_index = shard_index
         self.shards = shards
-        self.final_key = problem.final_key()
+        self.final_key = problem.keys.final
         self.g_min = math.inf
         self.dominated: set[int] = set()  # records known to be dominated
         self.notify = notify

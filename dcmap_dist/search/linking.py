@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterable, Iterator
 import struct
 from dataclasses import dataclass
 
-from .problem import key_parts, within
+from .keys import key_parts
+from .problem import within
 
 NEW, CHEAPER, TIE, WORSE = "new", "cheaper", "tie", "worse"
 History = bytes  # see history()

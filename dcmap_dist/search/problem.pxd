@@ -3,21 +3,22 @@
 # Cython's typing from annotations: its ``int`` hints mean Python ints of any size.
 from dcmap_dist.model.topology cimport Topology
 from dcmap_dist.search.bounds cimport LowerBound
+from dcmap_dist.search.keys cimport LinkKeys
 
 
 cdef class Problem:
     cdef public object key_kind, use_bound, network, graph, model, scheme
     cdef public Topology topo
     cdef public object _costs, parents_of, children_of, closures
-    cdef public object _messages, _reach, _estimates, _estimator
+    cdef public object _messages, _estimates, _estimator
     cdef public LowerBound bound
+    cdef public LinkKeys keys
     cpdef object cluster_layer_cost(self, object nodes, object cluster, tuple children)
     cpdef object _new_cluster_layer(self, object nodes, object cluster, object frontier)
     cpdef object _apply(self, object branch, object proposal, object joined, object merged, object free,
                         object below, list unfixed, dict single_costs, dict reach,
                         object g_min=*)
     cpdef object link_key(self, object branch)
-    cpdef object _full_key(self, object branch, tuple comps, object fixed, tuple frontier)
     cpdef object next_proposal(self, object branch)
     cpdef object _read_later(self, object items, object layer)
     cpdef object _comps_read_later(self, object comps, object layer)

@@ -1,0 +1,10 @@
+# The compiled layout of search/keys.py's LinkKeys: Cython reads this file beside the source and
+# pure Python ignores it (as search/problem.pxd; docs/search.md, "The engine's speed").
+from dcmap_dist.model.topology cimport Topology
+
+
+cdef class LinkKeys:
+    cdef public Topology topo
+    cdef public object kind, parents_of, closures, _reach, final
+    cpdef object of(self, object branch)
+    cpdef object _full(self, object branch, tuple comps, object fixed, tuple frontier)

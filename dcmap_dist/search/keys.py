@@ -9,12 +9,9 @@ problem's node-set memos; :func:`key_parts` reads a ``lean`` key's parts back.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..model.topology import ONE, Memo, Topology, union_of
-
-if TYPE_CHECKING:
-    from .problem import Branch
 
 LINK_KEYS = ("lean", "full")
 
@@ -22,7 +19,9 @@ LINK_KEYS = ("lean", "full")
 class LinkKeys:
     """The link keys (``kind``: ``lean`` or ``full``) of the branches of one problem:
     :meth:`of`; ``final``, the key of every complete mapping (the last layer done,
-    nothing left open). ``parents_of`` and ``closures`` are the problem's memos."""
+    nothing left open). ``parents_of`` and ``closures`` are the problem's memos. A branch
+    is a :class:`~dcmap_dist.search.problem.Branch`, which this module reads but does not
+    import: :mod:`~dcmap_dist.search.problem` imports this one."""
 
     def __init__(self, topo: Topology, kind: str, parents_of: Memo, closures: Memo) -> None:
         self.topo = topo
@@ -34,7 +33,7 @@ class LinkKeys:
         self._reach = Memo(lambda rest: union_of(topo.desc, rest))
         self.final = (topo.l_max, (), ()) if kind == "full" else (topo.l_max, (), 0)
 
-    def of(self, branch: Branch) -> tuple:
+    def of(self, branch: Any) -> tuple:
         """Dominance key of a branch: what any future cost or feasibility check can read,
         so branches with equal keys have identical futures (docs/search.md, "Why equal
         keys mean equal futures", gives the argument; tests compare both keys with brute
@@ -117,7 +116,7 @@ class LinkKeys:
                     held |= 1 << i
         return (layer, branch.assigned, fixed, held), kept, blocked
 
-    def _full(self, branch: Branch, comps: tuple, fixed: int, frontier: tuple) -> tuple:
+    def _full(self, branch: Any, comps: tuple, fixed: int, frontier: tuple) -> tuple:
         """The ``full`` key of :meth:`of`, from the components (``fixed``: which are
         fixed) and frontier an unplaced node still reads."""
         flat = []

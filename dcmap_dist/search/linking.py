@@ -27,8 +27,8 @@ are kept).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
 import struct
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from .keys import key_parts

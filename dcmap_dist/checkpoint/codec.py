@@ -132,7 +132,7 @@ def key_columns(key: tuple, kind: str, ids: Mapping[Hashable, int], masks: Mappi
         count = len(parts)
         row["blocked"] = [{"first": bit // count, "second": bit % count} for bit in bits(third)]
     else:
-        row["comps"] = [{"members": masks[m], "fixed": bool(fixed >> i & 1)} for i, m in enumerate(second)]
+        row["comps"] = comp_rows(second, fixed, masks)
         row["cls"] = [{"members": masks[third[k]], "message": ids[third[k + 1]]} for k in range(0, len(third), 2)]
     return row
 
@@ -157,14 +157,24 @@ def columns_key(row: dict[str, Any], kind: str, message: Callable[[int], Hashabl
                     raise ValueError(f"a blocked pair {first, second} of {count} parts")
                 blocked |= 1 << (first * count + second)
             return head, tuple(parts), blocked
-        comps = row["comps"]
-        fixed = sum(1 << i for i, c in enumerate(comps) if c["fixed"])
+        comps, fixed = rows_comps(row["comps"])
         head = (layer, bytes_mask(row["assigned"]), fixed) if inside else layer
         if fixed and not inside:
             raise ValueError("a fixed component at a completed layer")
-        return head, tuple(bytes_mask(c["members"]) for c in comps), _flat(row["cls"], message)
+        return head, comps, _flat(row["cls"], message)
     except (TypeError, KeyError) as exc:
         raise ValueError(f"not a {kind} link key ({type(exc).__name__}: {exc})") from None
+
+
+def comp_rows(comps: tuple[int, ...], fixed: int, masks: Mapping[int, bytes]) -> list[dict[str, Any]]:
+    """Open components (member masks; bit ``i`` of ``fixed``: component ``i`` is fixed) as
+    the rows of a ``comps`` column, ``{members, fixed}``: a branch's and a full key's."""
+    return [{"members": masks[m], "fixed": bool(fixed >> i & 1)} for i, m in enumerate(comps)]
+
+
+def rows_comps(rows: list[dict[str, Any]]) -> tuple[tuple[int, ...], int]:
+    """The inverse of :func:`comp_rows`: the member masks and the fixed bits."""
+    return tuple(bytes_mask(c["members"]) for c in rows), sum(1 << i for i, c in enumerate(rows) if c["fixed"])
 
 
 def _flat(items: list[dict[str, Any]], message: Callable[[int], Hashable]) -> tuple:

@@ -22,7 +22,7 @@ from ..search.problem import Branch
 from ..search.state import SearchState
 from .arrow import (BATCH_ROWS, DIGESTS, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, CheckpointError, Damaged,
                     digest, generations)
-from .codec import bytes_mask, columns_key, decode_message
+from .codec import bytes_mask, columns_key, decode_message, rows_comps
 
 
 @dataclass
@@ -160,12 +160,12 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
     for row in _rows(tables["branches"]):
         if row["component"] != last:
             raise ValueError(f"branches.arrow: a branch of component {row['component']}, not {last}")
+        comps, fixed = rows_comps(row["comps"])
         branch = Branch(
-            row["layer"], -1 if row["assigned"] is None else bytes_mask(row["assigned"]),
-            tuple(bytes_mask(c["members"]) for c in row["comps"]),
+            row["layer"], -1 if row["assigned"] is None else bytes_mask(row["assigned"]), comps,
             tuple((bytes_mask(c["members"]), messages[c["message"]]) for c in row["cls"]),
             row["cost"], _trail(row["trail_record"], row["trail_joins"]), row["link"], row["estimate"], row["bound"],
-            sum(1 << i for i, c in enumerate(row["comps"]) if c["fixed"]))
+            fixed)
         if row["arrival"]:
             found.arrivals.setdefault(last, []).append(branch)
         else:

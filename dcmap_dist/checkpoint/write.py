@@ -19,7 +19,7 @@ from ..search.problem import Branch
 from ..search.state import SearchState
 from .arrow import (BATCH_ROWS, DIGESTS, FAULT_VARIABLE, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, digest,
                     generations)
-from .codec import encode_message, key_columns, mask_bytes
+from .codec import comp_rows, encode_message, key_columns, mask_bytes
 
 
 class _Numbered(dict):
@@ -68,7 +68,7 @@ def _branch_row(component: int, branch: Branch, arrival: bool, messages: Message
     return {
         "component": component, "arrival": arrival,
         "layer": branch.layer, "assigned": None if branch.assigned == -1 else masks[branch.assigned],
-        "comps": [{"members": masks[m], "fixed": bool(branch.fixed >> i & 1)} for i, m in enumerate(branch.comps)],
+        "comps": comp_rows(branch.comps, branch.fixed, masks),
         "cls": [{"members": masks[m], "message": ids[msg]} for m, msg in branch.frontier],
         "cost": branch.cost, "estimate": branch.estimate, "bound": branch.bound, "link": branch.link,
         "trail_record": branch.trail[0], "trail_joins": _joins(branch.trail),

@@ -109,7 +109,8 @@ def test_the_bound_charges_every_absorbing_layer_and_the_absorptions_to_come():
     model = DcmapCost()
     problem = Problem(network, model)
     root = problem.root()  # layer 0 placed: {c}
-    (members, message), = root.frontier
+    (members, code), = root.frontier
+    message = problem.messages.value(code)  # the search holds the built-in model's messages as codes
     own = model.node_lower_bounds(network)
     absorber = model.absorber_lower_bounds(network)
     absorbed = model.absorbed_lower_bounds(network)

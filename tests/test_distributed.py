@@ -18,6 +18,7 @@ import numpy
 import pytest
 
 from dcmap_dist.cost.dcmap import DcmapCost
+from dcmap_dist.cost.user import FunctionCost
 from dcmap_dist.io.load import load_network
 from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.run.ray.worker import marshallable, packed, unpacked
@@ -26,7 +27,7 @@ from dcmap_dist.search.linking import LinkShard
 from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 
-from search_costs import COST_MODELS, partition, random_network, trace_problem, varied_cost
+from search_costs import COST_MODELS, hash_cost, partition, random_network, trace_problem, varied_cost
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -240,20 +241,24 @@ def test_unpacking_leaves_the_collector_as_it_found_it():
         gc.enable()
 
 
-def test_arrivals_take_this_process_s_message_objects():
-    # a branch from another process brings its own message objects; kept, it takes this
-    # process's, so dict hits on keys holding them compare by identity
-    problem = Problem(load_network("child"), DcmapCost(), "merge")
+@pytest.mark.parametrize("coded", [True, False], ids=["built-in-codes", "user-objects"])
+def test_arrivals_hold_their_messages_as_this_process_does(coded):
+    # the built-in model's messages are int codes, kept as they arrive; a user model's
+    # arrive as new objects and, kept, take this process's, so dict hits on keys holding
+    # them compare by identity
+    problem = Problem(load_network("child"), DcmapCost() if coded else FunctionCost(hash_cost), "merge")
     root = problem.root()
-    arrived = unpacked(packed([(problem.link_key(root), root)], marshal_them=True))
-    handed_out = unpacked(packed([(None, root)], marshal_them=True))[0][1]
+    arrived = unpacked(packed([(problem.link_key(root), root)], marshal_them=coded))
+    handed_out = unpacked(packed([(None, root)], marshal_them=coded))[0][1]
     for branch in (arrived[0][1], handed_out):
-        assert all(a[1] == b[1] and a[1] is not b[1] for a, b in zip(branch.frontier, root.frontier))
+        assert all(a[1] == b[1] and (coded or a[1] is not b[1]) for a, b in zip(branch.frontier, root.frontier))
     explorer = Explorer(problem, 0.6, 0, LinkShard(0), 0, 1)
     explorer.receive(arrived)
     explorer.adopt([handed_out])
     kept = explorer.queue.branches()
-    assert len(kept) == 2 and all(a[1] is b[1] for branch in kept for a, b in zip(branch.frontier, root.frontier))
+    assert len(kept) == 2
+    for a, b in (pair for branch in kept for pair in zip(branch.frontier, root.frontier)):
+        assert type(a[1]) is int and a[1] == b[1] if coded else a[1] is b[1]
 
 
 @pytest.mark.slow

@@ -16,8 +16,9 @@ from typing import Any
 import pyarrow as pa
 
 from ..limits import StopReason
-from ..model.network import no_duplicate_keys
+from ..model.network import network_from_dict, no_duplicate_keys
 from ..search.linking import Entry, history
+from ..search.messages import MessageCodes
 from ..search.problem import Branch
 from ..search.state import SearchState
 from .arrow import (BATCH_ROWS, DIGESTS, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, CheckpointError, Damaged,
@@ -148,6 +149,9 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
             messages[row["id"]] = pickle.loads(row["value"])
         else:
             raise ValueError(f"unknown message codec {row['codec']!r}")
+    if meta["cost_spec"] == "dcmap":  # the built-in model (node_set_messages): its messages held as codes
+        codes = MessageCodes(network_from_dict(meta["network"], "network").nodes, True)
+        messages = {number: codes.held(value) for number, value in messages.items()}
     found = Generation(folder, meta)
     kind = meta["link_key"]
     last = meta["component"]

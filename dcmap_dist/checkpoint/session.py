@@ -36,6 +36,7 @@ from ..limits import StopReason
 from ..model.network import Network, NetworkError, network_from_dict
 from ..search.audit import Audit, AuditError
 from ..search.linking import MissingRecord, trail_path
+from ..search.messages import MessageCodes, node_set_messages
 from ..search.outcome import SearchOutcome
 from ..search.problem import Problem, joins_to_clusters, within
 from ..search.state import Resumption, SearchState, plain_trace, resumption, trace_from_plain, write_size
@@ -162,6 +163,7 @@ class Checkpointer:
             "cost_spec": cost_spec(model), **settings,
         }
         self.kind = settings["link_key"]
+        self.messages = MessageCodes(network.nodes, node_set_messages(model))  # what the search holds: codes
         self.finished: list[dict[str, Any]] = []
         self.finished_histories: list[dict[int, list]] = []
         self.component = 0
@@ -189,7 +191,7 @@ class Checkpointer:
         metadata = dict(self.identity, component=self.component, counters=counters, finished=self.finished,
                         solve_trace=self.solve_trace, solve_bounds=self.solve_bounds,
                         solve_elapsed=time.perf_counter() - self.start)
-        messages = Messages()
+        messages = Messages(self.messages.value)
         size = 0  # of the parts, streamed one at a time
 
         def part_rows(part: SearchState) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -8,7 +8,7 @@ import json
 import os
 import pickle
 import shutil
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +41,12 @@ class _Bytes(dict):
 
 class Messages:
     """The distinct messages of a generation being written, numbered: each is stored
-    once, plainly where it can be (:func:`codec.encode_message`), else as a pickle.
-    It also keeps the bytes of every mask written (:data:`masks`)."""
+    once, as the model's value (``value`` of what the search holds:
+    :meth:`MessageCodes.value`), plainly where it can be (:func:`codec.encode_message`),
+    else as a pickle. It also keeps the bytes of every mask written (:data:`masks`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, value: Callable[[Hashable], Hashable]) -> None:
+        self.value = value
         self.ids: dict[Hashable, int] = _Numbered()
         self.masks: dict[int, bytes] = _Bytes()
         self.pickled = False
@@ -53,7 +55,8 @@ class Messages:
         return self.ids[message]
 
     def rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        for message, number in self.ids.items():
+        for held, number in self.ids.items():
+            message = self.value(held)
             text = encode_message(message)
             if text is None:
                 self.pickled = True

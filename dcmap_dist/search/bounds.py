@@ -38,7 +38,7 @@ class LowerBound:
     ``lookup(layer, assigned, frontier)``. ``model`` None: the bound is 0 (no pruning)."""
 
     def __init__(self, topo: Topology, graph: Network, model: Any | None,
-                 parents_of: Memo) -> None:
+                 parents_of: Memo, message: Callable[[Hashable], Hashable]) -> None:
         self.topo = topo
         self._own = _per_node(model, "node_lower_bounds", graph, topo)
         self._absorbed = _per_node(model, "absorbed_lower_bounds", graph, topo)
@@ -54,7 +54,7 @@ class LowerBound:
         whole = [self._unplaced[mask] for mask in topo.layer_mask]
         self._above = [sum(whole[l + 1:]) for l in range(topo.l_max + 1)]
         # (absorber, frontier cluster-layers given to it) -> what absorbing them costs, at least
-        self._absorptions = _absorption_bounds(model, graph, topo)
+        self._absorptions = _absorption_bounds(model, graph, topo, message)
         self._next_layers = Memo(lambda rest: _next_layer(topo, rest))  # unplaced -> the next layer's
         # unplaced nodes -> (a cluster-layer's members -> the absorbers of its message, and
         # its parents in the next layer to build if two or more); parents_of: all parents
@@ -63,7 +63,7 @@ class LowerBound:
             lambda members: self._absorbers_of(parents_of[members] & rest, rest)))
         # (frontier cluster-layer, the unplaced nodes of the next layer to build) -> what
         # that layer's cluster-layers pay for holding its parents there apart or together
-        self._groupings = _grouping_bounds(model, graph, topo, parents_of)
+        self._groupings = _grouping_bounds(model, graph, topo, parents_of, message)
         # (layer, assigned, frontier) -> the bound: most children repeat one
         self._known: dict[tuple, float] = {}
 
@@ -135,31 +135,35 @@ class LowerBound:
                 + max(self._absorbed[i] for i in members))
 
 
-def _absorption_bounds(model: Any | None, graph: Network, topo: Topology) -> Memo | None:
+def _absorption_bounds(model: Any | None, graph: Network, topo: Topology,
+                       message: Callable[[Hashable], Hashable]) -> Memo | None:
     """The memo of ``(absorber, ((members, message), ...))`` -> the model's bound on
     absorbing those frontier cluster-layers: ``absorption_lower_bound`` if it has one,
-    else the sum of ``message_lower_bound`` over them, else None (no such part)."""
+    else the sum of ``message_lower_bound`` over them, else None (no such part).
+    ``message`` gives the model's value of a message the search holds."""
     absorption = getattr(model, "absorption_lower_bound", None)
     if absorption is not None:
         nodes = topo.network.nodes
         return Memo(lambda key: absorption(graph, nodes[key[0]],
-                                           tuple([(topo.names(members), message) for members, message in key[1]])))
+                                           tuple([(topo.names(members), message(held)) for members, held in key[1]])))
     message_bound = getattr(model, "message_lower_bound", None)
     if message_bound is None:
         return None
-    per_child = Memo(lambda item: message_bound(graph, topo.names(item[0]), item[1]))
+    per_child = Memo(lambda item: message_bound(graph, topo.names(item[0]), message(item[1])))
     return Memo(lambda key: sum([per_child[item] for item in key[1]]))
 
 
-def _grouping_bounds(model: Any | None, graph: Network, topo: Topology, parents_of: Memo) -> Memo | None:
+def _grouping_bounds(model: Any | None, graph: Network, topo: Topology, parents_of: Memo,
+                     message: Callable[[Hashable], Hashable]) -> Memo | None:
     """The memo of ``((members, message), next_layer)`` -> the model's
     ``grouping_lower_bound`` for a frontier cluster-layer with two or more parents among
-    ``next_layer``, the unplaced nodes of the next layer to build; or None."""
+    ``next_layer``, the unplaced nodes of the next layer to build; or None. ``message``
+    gives the model's value of a message the search holds."""
     grouping = getattr(model, "grouping_lower_bound", None)
     if grouping is None:
         return None
     nodes = topo.network.nodes
-    return Memo(lambda key: grouping(graph, topo.names(key[0][0]), key[0][1],
+    return Memo(lambda key: grouping(graph, topo.names(key[0][0]), message(key[0][1]),
                                      tuple([nodes[i] for i in bits(parents_of[key[0][0]] & key[1])]),
                                      topo.names(key[1])))
 

@@ -165,7 +165,7 @@ class Explorer:
 
     def receive(self, arrivals: list[tuple[tuple, Branch]]) -> None:
         """Settle a batch of completions sent by other explorers; keep the survivors
-        (their messages interned: :meth:`Problem.interned`)."""
+        (their messages as this process holds them: :meth:`Problem.interned`)."""
         for key, branch in arrivals:
             survivor = self.offer(key, branch)  # a complete one improves G_min there
             if survivor is not None and within(survivor.bound, self.g_min):

@@ -12,8 +12,8 @@ floats) so it can be serialised and moved between processes:
   not).
 * ``frontier``: the frontier cluster-layers ``(members, message)``: those holding a
   node with a parent above the last completed layer. Future costs read only these.
-  Messages are the cost model's own values, so a branch or a dominance key means
-  the same in every process.
+  Messages are held as :mod:`dcmap_dist.search.messages` says: the built-in model's as
+  codes, so a branch or a dominance key means the same in every process.
 * ``trail``: the history since the branch's last link record, ``(record id or
   None, join masks...)`` (see :mod:`dcmap_dist.search.linking`); ``link`` is that record's
   id. A branch carries no other history, so it pickles small.
@@ -37,6 +37,7 @@ from ..model.topology import ONE, Memo, Topology, bits, union_of
 from .bounds import LowerBound
 from .combinations import combinations
 from .keys import LINK_KEYS, LinkKeys
+from .messages import MessageCodes, node_set_messages
 
 TOLERANCE = 1e-9
 
@@ -97,9 +98,8 @@ class Problem:
         self.scheme = scheme
         self.topo = topo = Topology(network)
         self._costs = Memo(self._evaluate)  # (nodes, same, children...) -> (cost, message): see _evaluate
-        # each distinct message as one object: keys holding equal messages then compare
-        # them by identity (a frozenset compares element by element otherwise)
-        self._messages: dict[Hashable, Hashable] = {}
+        # the messages as the search holds them: codes, or one object per distinct value
+        self.messages = MessageCodes(self.graph.nodes, node_set_messages(model))
         # node-set facts, memoised (a hit is one dict lookup: these are read tens to
         # hundreds of times per iteration)
         self.parents_of = Memo(lambda mask: union_of(topo.parents, mask))  # all parents of a set
@@ -109,7 +109,8 @@ class Problem:
         self._estimates: dict[int, float] = {}
         self._estimator = getattr(model, "estimate", None)
         # bound.lookup(layer, assigned, frontier): the admissible bound on the cost still to come
-        self.bound = LowerBound(topo, self.graph, model if lower_bound else None, self.parents_of)
+        self.bound = LowerBound(topo, self.graph, model if lower_bound else None, self.parents_of,
+                                self.messages.value)
 
     # -- small cached facts -------------------------------------------------
     def remaining(self, branch: Branch) -> int:
@@ -135,11 +136,9 @@ class Problem:
         return got
 
     def interned(self, frontier: tuple[tuple[int, Hashable], ...]) -> tuple[tuple[int, Hashable], ...]:
-        """``frontier`` with each message replaced by the one object this process keeps for its
-        value: a branch from another process brings its own objects, which dict hits would
-        compare element by element."""
-        messages = self._messages
-        return tuple([(members, messages.setdefault(message, message)) for members, message in frontier])
+        """``frontier`` from another process or a checkpoint, its messages as this process
+        holds them (:meth:`MessageCodes.adopted`)."""
+        return self.messages.adopted(frontier)
 
     def score(self, branch: Branch) -> Branch:
         """Fill in ``estimate`` (g_hat) and ``bound`` (cost + lower bound)."""
@@ -167,14 +166,15 @@ class Problem:
         network has up to a hundred children)."""
         nodes, same = key[0], key[1]
         topo = self.topo
+        decoded = self.messages.value
         kids = [
-            ChildClusterLayer(topo.names(m), topo.layer[(m & -m).bit_length() - 1], m & same != 0, msg)
+            ChildClusterLayer(topo.names(m), topo.layer[(m & -m).bit_length() - 1], m & same != 0, decoded(msg))
             for m, msg in zip(key[2::2], key[3::2])
         ]
         layer = topo.layer[(nodes & -nodes).bit_length() - 1]
         ctx = CostContext(topo.names(nodes), layer, self.graph, sort_children(kids))
         value, message = self.model.evaluate(ctx)
-        return checked_cost(value, ctx), self._messages.setdefault(message, message)
+        return checked_cost(value, ctx), self.messages.held(message)
 
     # -- the search tree ----------------------------------------------------
     def root(self) -> Branch:

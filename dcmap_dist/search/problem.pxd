@@ -7,7 +7,7 @@ from dcmap_dist.search.keys cimport LinkKeys
 
 
 cdef class Problem:
-    cdef public object key_kind, use_bound, network, graph, model, scheme
+    cdef public object use_bound, network, graph, model, scheme
     cdef public Topology topo
     cdef public object _costs, parents_of, children_of, closures
     cdef public object messages, _estimates, _estimator

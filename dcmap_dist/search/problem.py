@@ -90,7 +90,6 @@ class Problem:
                  graph: Network | None = None, key: str = "lean", lower_bound: bool = True) -> None:
         if key not in LINK_KEYS:
             raise ValueError(f"unknown link key {key!r}: choose one of {', '.join(LINK_KEYS)}")
-        self.key_kind = key
         self.use_bound = lower_bound
         self.network = network
         self.graph = graph or network  # what cost contexts see: the whole network

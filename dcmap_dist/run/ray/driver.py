@@ -229,7 +229,7 @@ class RaySearch:
                  on_improvement: Callable | None, resume: Resumption | None) -> None:
         self.problem = problem
         self.on_improvement = on_improvement
-        spec = SearchSpec(problem.network, problem.graph, problem.model, problem.scheme, problem.key_kind,
+        spec = SearchSpec(problem.network, problem.graph, problem.model, problem.scheme, problem.keys.kind,
                           problem.use_bound)
         self.first = first = resume.first if resume else incumbent(problem, Stopwatch(limits))
         ship_by_value(spec.model)

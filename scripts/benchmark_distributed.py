@@ -18,8 +18,9 @@ second, the coordinator's busy fraction, each worker's idle fraction, steps.
 
 ``overhead``: the distributed code without Ray: the serial search against two sharded
 explorers in this one process that take 100 ms turns and exchange packed batches, for
-``--iterations`` expansions each, alternating ``--repeat`` times; CPU per expansion, and
-the share spent packing and unpacking. What remains between this and a Ray run is what
+``--iterations`` expansions each, alternating ``--repeat`` times; CPU per expansion, the
+time spent packing and unpacking and settling the arrivals, and their sum per arrival
+(``us_per_crossing``). What remains between this and a Ray run is what
 Ray, the coordinator and the second core add.
 
 Rows go to ``results/distributed-proof.csv``, ``results/distributed-scaling.csv`` and
@@ -238,7 +239,8 @@ def in_process(label: str, shards: int, iterations: int) -> dict:
     root = problems[0].root()
     explorers[0].receive([(problems[0].link_key(root), root)])
     inbox: list[list[bytes]] = [[] for _ in range(shards)]
-    packing = 0.0
+    packing = settling = 0.0
+    arrived = 0
     cpu = time.process_time()
     while sum(e.iterations for e in explorers) < iterations:
         idle = True
@@ -248,8 +250,11 @@ def in_process(label: str, shards: int, iterations: int) -> dict:
                 arrivals = [unpacked(batch) for batch in inbox[i]]
                 packing += time.process_time() - clock
                 inbox[i] = []
+                clock = time.process_time()
                 for batch in arrivals:
                     explorer.receive(batch)
+                    arrived += len(batch)
+                settling += time.process_time() - clock
                 stop = explorer.step(Stopwatch(Limits()), until=time.perf_counter() + 0.1,
                                      max_iterations=iterations)
                 clock = time.process_time()
@@ -264,8 +269,10 @@ def in_process(label: str, shards: int, iterations: int) -> dict:
             break
     cpu = time.process_time() - cpu
     done = sum(e.iterations for e in explorers)
+    crossing = round((packing + settling) / arrived * 1e6, 2) if arrived else None
     return {"network": label, "explorers": shards, "iterations": done, "cpu_seconds": round(cpu, 2),
-            "us_per_expansion": round(cpu / done * 1e6, 1), "packing_seconds": round(packing, 2)}
+            "us_per_expansion": round(cpu / done * 1e6, 1), "packing_seconds": round(packing, 2),
+            "settling_seconds": round(settling, 2), "arrivals": arrived, "us_per_crossing": crossing}
 
 
 def stamp(rows: list[dict], args: argparse.Namespace) -> None:

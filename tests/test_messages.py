@@ -8,8 +8,10 @@ import json
 import marshal
 import os
 import pickle
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from search_costs import partition, random_network
@@ -17,6 +19,7 @@ from search_costs import partition, random_network
 from dcmap_dist import load_network, solve
 from dcmap_dist.checkpoint.arrow import generations
 from dcmap_dist.checkpoint.codec import decode_message
+from dcmap_dist.checkpoint.session import Resume
 from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.cost.user import FunctionCost
 from dcmap_dist.limits import Limits, Stopwatch
@@ -166,3 +169,17 @@ def test_a_batch_of_the_built_in_model_holds_ints_floats_tuples_and_none_only():
         walk(key)
         walk(fields)
     assert found <= {int, float, tuple, type(None)} and int in found
+
+
+def test_a_checkpoint_written_before_the_codes_resumes_exactly(tmp_path):
+    """tests/data/checkpoint-0ce4211-asia: asia stopped after 10 iterations by 0ce4211,
+    whose search held the built-in model's messages as frozensets. Its messages are read
+    back as codes, and the resumed search proves what a fresh one does."""
+    folder = tmp_path / "ck"
+    shutil.copytree(Path(__file__).parent / "data" / "checkpoint-0ce4211-asia", folder)
+    resumed = Resume(folder)
+    state = resumed.generation.state(resumed.metadata["component"])
+    held = [message for branch in state.branches for _, message in branch.frontier]
+    assert held and all(type(code) is int for code in held)
+    result = solve(None, resume=resumed)
+    assert result.proven_optimal and summary(result) == summary(solve(load_network("asia")))

@@ -47,9 +47,9 @@ class SearchSpec:
 def marshallable(model: CostModel) -> bool:
     """Whether a search's keys and branches hold only values of marshal's exact types:
     true for the built-in model with a plain number as ``addition`` (its messages are
-    held as int codes, :mod:`~dcmap_dist.search.messages`; its costs are Python floats). A user model's messages and
-    costs may be of any type, and marshal would write some of them silently as bytes
-    (numpy's numbers, for one), so their batches are pickled."""
+    held as int codes, :mod:`~dcmap_dist.search.messages`; its costs are Python floats).
+    A user model's messages and costs may be of any type, and marshal would write some of
+    them silently as bytes (numpy's numbers, for one), so their batches are pickled."""
     return type(model) is DcmapCost and type(model.addition) in (int, float)
 
 

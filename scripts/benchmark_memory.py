@@ -83,7 +83,8 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
     explorer, shard = search.explorer, search.explorer.shard
     queue = explorer.queue
     seen: set[int] = set()
-    deep_size(problem._messages, seen)
+    messages = getattr(problem, "_messages", None)  # a tree before the codes (0ce4211 and older)
+    deep_size(vars(problem.messages) if messages is None else messages, seen)
     deep_size(problem.topo, seen)
     structures = [
         ("open branches", explorer.open_count(), [explorer.active, queue.by_cost, queue.by_layer]),

@@ -31,12 +31,9 @@ from dcmap_dist.search.messages import MessageCodes
 from dcmap_dist.search.problem import Problem
 
 SEARCH = """
-import pickle, sys
-sys.path.insert(0, sys.argv[2])
 from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.search.keys import key_parts
 from dcmap_dist.search.linking import LinkShard
 from dcmap_dist.search.problem import Problem
 from search_costs import random_network
@@ -77,12 +74,11 @@ def test_the_built_in_models_codes_are_the_same_in_every_process(tmp_path, key):
         assert codes[-1] and all(type(code) is int for code in codes[-1])
         for code in codes[-1]:  # each code decodes to the message the model passed
             assert problem.messages.held(problem.messages.value(code)) is code
-    script = SEARCH + ("print(repr([sorted(searched(seed, sys.argv[1])[1].shard.entries, key=repr) "
-                       "for seed in range(6)]))")
-    tests = os.path.dirname(__file__)
+    script = (f"import sys\nsys.path.insert(0, {os.path.dirname(__file__)!r})\n" + SEARCH
+              + "print(repr([sorted(searched(seed, sys.argv[1])[1].shard.entries, key=repr) for seed in range(6)]))")
     for hash_seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=hash_seed)
-        got = subprocess.run([sys.executable, "-c", script, key, tests], env=env, capture_output=True,
+        got = subprocess.run([sys.executable, "-c", script, key], env=env, capture_output=True,
                              text=True, check=True).stdout
         assert eval(got) == keys  # ints, tuples and floats only: their reprs read back
 

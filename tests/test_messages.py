@@ -85,12 +85,12 @@ def test_the_built_in_models_codes_are_the_same_in_every_process(tmp_path, key):
 
 def test_a_code_is_the_mask_of_the_nodes_in_the_whole_networks_order():
     network = load_network("asia")
-    codes = MessageCodes(network.nodes, True)
+    codes = MessageCodes(network, True)
     message = frozenset({network.nodes[1], network.nodes[4]})
     code = codes.held(message)
     assert code == 0b10010 and codes.value(code) == message
     assert codes.held(frozenset(message)) is code  # one int object per code
-    fresh = MessageCodes(network.nodes, True)  # another process, or a resume
+    fresh = MessageCodes(network, True)  # another process, or a resume
     assert fresh.value(0b10010) == message and fresh.held(message) == code
     assert codes.held(frozenset()) == 0 and codes.value(0) == frozenset()
     with pytest.raises(ValueError, match="'nowhere'"):
@@ -119,7 +119,7 @@ def test_a_user_models_messages_are_its_own_objects_one_per_value():
     assert held and all(isinstance(m, tuple) and m[0] == "scope" for m in held)
     assert seen and all(isinstance(m, tuple) for m in seen)  # the model gets its own values
     copied = pickle.loads(pickle.dumps(root.frontier))  # as from another process
-    adopted = problem.interned(copied)
+    adopted = problem.messages.adopted(copied)
     assert adopted == copied and all(m is problem.messages.held(m) for _, m in adopted)
 
 

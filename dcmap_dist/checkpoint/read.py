@@ -150,7 +150,7 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
         else:
             raise ValueError(f"unknown message codec {row['codec']!r}")
     if meta["cost_spec"] == "dcmap":  # the built-in model (node_set_messages): its messages held as codes
-        codes = MessageCodes(network_from_dict(meta["network"], "network").nodes, True)
+        codes = MessageCodes(network_from_dict(meta["network"], "network"), True)
         messages = {number: codes.held(value) for number, value in messages.items()}
     found = Generation(folder, meta)
     kind = meta["link_key"]

@@ -163,7 +163,7 @@ class Checkpointer:
             "cost_spec": cost_spec(model), **settings,
         }
         self.kind = settings["link_key"]
-        self.messages = MessageCodes(network.nodes, node_set_messages(model))  # what the search holds: codes
+        self.messages = MessageCodes(network, node_set_messages(model))  # what the search holds: codes
         self.finished: list[dict[str, Any]] = []
         self.finished_histories: list[dict[int, list]] = []
         self.component = 0

@@ -165,17 +165,17 @@ class Explorer:
 
     def receive(self, arrivals: list[tuple[tuple, Branch]]) -> None:
         """Settle a batch of completions sent by other explorers; keep the survivors
-        (their messages as this process holds them: :meth:`Problem.interned`)."""
+        (their messages as this process holds them: :meth:`MessageCodes.adopted`)."""
         for key, branch in arrivals:
             survivor = self.offer(key, branch)  # a complete one improves G_min there
             if survivor is not None and within(survivor.bound, self.g_min):
-                survivor.frontier = self.problem.interned(survivor.frontier)
+                survivor.frontier = self.problem.messages.adopted(survivor.frontier)
                 self.queue.push(survivor)
 
     def adopt(self, branches: list[Branch]) -> None:
         """Take over open branches (handed out by the coordinator, or restored)."""
         for branch in branches:
-            branch.frontier = self.problem.interned(branch.frontier)
+            branch.frontier = self.problem.messages.adopted(branch.frontier)
             self.queue.push(branch)
 
     def improve(self, cost: float, trail: tuple) -> None:

@@ -15,10 +15,11 @@ back (:meth:`MessageCodes.value`).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from typing import Any
 
 from ..cost.dcmap import DcmapCost
+from ..model.network import Network
 from ..model.topology import bits
 
 
@@ -29,16 +30,16 @@ def node_set_messages(model: Any) -> bool:
 
 
 class MessageCodes:
-    """The messages of one search over a network whose nodes are ``nodes`` (the whole
-    network, in its order), for a model whose messages are frozensets of node names
+    """The messages of one search over ``graph`` (the whole network: codes follow its
+    node order), for a model whose messages are frozensets of node names
     (``coded``; :func:`node_set_messages`) or of any other kind. :meth:`held` is what
     the search holds for a message the model returned, :meth:`value` the message
     again, :meth:`adopted` a frontier that comes from another process."""
 
-    def __init__(self, nodes: Sequence[str], coded: bool) -> None:
+    def __init__(self, graph: Network, coded: bool) -> None:
         self.coded = coded
-        self.nodes = tuple(nodes)
-        self._index = {x: i for i, x in enumerate(self.nodes)}
+        self.nodes = graph.nodes
+        self._index = graph.index
         self._held: dict[Hashable, Hashable] = {}  # a message -> what the search holds for it
         self._codes: dict[int, int] = {}  # a code -> the one int object kept for it
         self._values: dict[int, frozenset[str]] = {}  # a code -> its message

@@ -98,7 +98,7 @@ class Problem:
         self.topo = topo = Topology(network)
         self._costs = Memo(self._evaluate)  # (nodes, same, children...) -> (cost, message): see _evaluate
         # the messages as the search holds them: codes, or one object per distinct value
-        self.messages = MessageCodes(self.graph.nodes, node_set_messages(model))
+        self.messages = MessageCodes(self.graph, node_set_messages(model))
         # node-set facts, memoised (a hit is one dict lookup: these are read tens to
         # hundreds of times per iteration)
         self.parents_of = Memo(lambda mask: union_of(topo.parents, mask))  # all parents of a set
@@ -133,11 +133,6 @@ class Problem:
             got = self._estimator(self.graph, self.topo.names(rest)) if rest else 0.0
             self._estimates[rest] = got
         return got
-
-    def interned(self, frontier: tuple[tuple[int, Hashable], ...]) -> tuple[tuple[int, Hashable], ...]:
-        """``frontier`` from another process or a checkpoint, its messages as this process
-        holds them (:meth:`MessageCodes.adopted`)."""
-        return self.messages.adopted(frontier)
 
     def score(self, branch: Branch) -> Branch:
         """Fill in ``estimate`` (g_hat) and ``bound`` (cost + lower bound)."""

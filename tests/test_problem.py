@@ -100,3 +100,19 @@ def test_a_user_models_cycles_are_left_to_the_collector(child):
         gc.callbacks.remove(count)
         gc.unfreeze()
     assert made and sum(collected) > 0  # (cycles made before the step are frozen at its start)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_children_at_one_point_hold_one_frontier_object(scheme):
+    # most open branches repeat a frontier another branch holds: the children of every
+    # expansion take the first frontier met at their point from the bound's memo, so equal
+    # frontiers are one object (docs/search.md, "The search's state in memory")
+    for seed in range(600, 615):
+        problem = Problem(random_network(seed, 6, 10), DcmapCost(), scheme)
+        records, _ = walk_tree(problem)
+        objects: dict[tuple, set[int]] = {}
+        for branch, _, _ in records:
+            if branch.layer > 0 and branch.assigned != 0:  # made by an expansion (not the root, not advanced)
+                objects.setdefault((branch.layer, branch.assigned, branch.frontier), set()).add(id(branch.frontier))
+        assert objects and all(len(ids) == 1 for ids in objects.values()), seed
+        assert len(objects) < sum(1 for branch, _, _ in records if branch.layer > 0 and branch.assigned != 0)

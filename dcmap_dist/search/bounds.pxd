@@ -9,3 +9,4 @@ cdef class LowerBound:
     cdef public object _absorptions, _absorbers, _groupings, _next_layers
     cdef public dict _known
     cpdef object lookup(self, object layer, object assigned, object frontier)
+    cpdef tuple known(self, object layer, object assigned, object frontier)

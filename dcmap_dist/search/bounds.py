@@ -64,17 +64,25 @@ class LowerBound:
         # (frontier cluster-layer, the unplaced nodes of the next layer to build) -> what
         # that layer's cluster-layers pay for holding its parents there apart or together
         self._groupings = _grouping_bounds(model, graph, topo, parents_of, message)
-        # (layer, assigned, frontier) -> the bound: most children repeat one
-        self._known: dict[tuple, float] = {}
+        # (layer, assigned, frontier) -> (the bound, that frontier as first met): most
+        # children repeat one, and share the first one's frontier (see known)
+        self._known: dict[tuple, tuple[float, tuple]] = {}
 
     def lookup(self, layer: int, assigned: int, frontier: tuple[tuple[int, Hashable], ...]) -> float:
         """The bound of a branch at ``layer`` with ``assigned`` and frontier ``frontier``
         (remembered; a C call from the compiled engine)."""
+        return self.known(layer, assigned, frontier)[0]
+
+    def known(self, layer: int, assigned: int,
+              frontier: tuple[tuple[int, Hashable], ...]) -> tuple[float, tuple[tuple[int, Hashable], ...]]:
+        """``(bound, shared)``: the bound of :meth:`lookup`, and the first frontier equal to
+        ``frontier`` met at that point. Branches hold the shared one: most open branches
+        repeat a frontier another holds (docs/search.md, "The search's state in memory")."""
         key = (layer, assigned, frontier)
-        bound = self._known.get(key)
-        if bound is None:
-            bound = self._known[key] = self._compute(layer, assigned, frontier)
-        return bound
+        got = self._known.get(key)
+        if got is None:
+            got = self._known[key] = (self._compute(layer, assigned, frontier), frontier)
+        return got
 
     def _compute(self, layer: int, assigned: int, frontier: tuple[tuple[int, Hashable], ...]) -> float:
         """The bound of :meth:`lookup`, computed."""

@@ -280,8 +280,8 @@ class Problem:
         if done:  # the layer is complete: keep what the future reads (as finish_layer)
             assigned = -1
             frontier = self._read_later(frontier, layer)
-        frontier = tuple(frontier)
-        bound = cost + self.bound.lookup(layer, assigned, frontier)
+        known = self.bound.known(layer, assigned, tuple(frontier))
+        bound = cost + known[0]
         if not within(bound, g_min):
             return None
         trail = branch.trail
@@ -315,7 +315,7 @@ class Problem:
         if done:
             new_comps = self._comps_read_later(new_comps, layer)
             fixed = 0
-        child = Branch(layer, assigned, tuple(new_comps), frontier, cost, trail, branch.link, fixed=fixed)
+        child = Branch(layer, assigned, tuple(new_comps), known[1], cost, trail, branch.link, fixed=fixed)
         child.bound = bound
         child.estimate = bound if self._estimator is None else cost + self.estimate(child)
         return child

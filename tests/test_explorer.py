@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+
+from dcmap_dist.search import explorer
 from dcmap_dist.search.explorer import BranchQueue
 from dcmap_dist.search.problem import Branch
 
@@ -20,3 +23,44 @@ def test_a_branch_queued_again_is_listed_and_popped_once():
     assert queue.branches() == [branch, other] and queue.size == 2
     assert [queue.pop(cheapest=True), queue.pop(cheapest=True), queue.pop(cheapest=True)] == [branch, other, None]
     assert queue.pop(cheapest=False) is None and queue.size == 0
+
+
+def test_the_queue_pops_as_one_sorted_list_would(monkeypatch):
+    # random pushes (ties of g_hat included), pops of both kinds and branches pushed again;
+    # a small floor makes the heaps compact often. The reference: the cheapest live branch
+    # by (g_hat, push number), or by (layer, g_hat, push number)
+    monkeypatch.setattr(explorer, "STALE_FLOOR", 8)
+    rng = random.Random(7)
+    for trial in range(20):
+        queue = BranchQueue()
+        live: dict[int, tuple] = {}  # id(branch) -> (layer, g_hat, push number, branch)
+        pushes = 0
+        popped: list[Branch] = []
+        for _ in range(600):
+            action = rng.random()
+            if action < 0.5 or not live:
+                if popped and rng.random() < 0.2:
+                    branch = popped.pop(rng.randrange(len(popped)))
+                else:
+                    g_hat = float(rng.randrange(8))
+                    branch = Branch(rng.randrange(5), 0, (), (), g_hat, estimate=g_hat, bound=g_hat)
+                if id(branch) in live:
+                    continue
+                pushes += 1
+                queue.push(branch)
+                live[id(branch)] = (branch.layer, branch.estimate, pushes, branch)
+            else:
+                cheapest = action < 0.75
+                order = (lambda e: e[1:3]) if cheapest else (lambda e: e[:3])
+                expected = min(live.values(), key=order)[3]
+                got = queue.pop(cheapest)
+                assert got is expected, trial
+                del live[id(got)]
+                popped.append(got)
+            assert queue.size == len(live)
+            assert queue.branches() == [e[3] for e in sorted(live.values(), key=lambda e: e[1:3])]
+        while live:
+            expected = min(live.values(), key=lambda e: e[:3])[3]
+            assert queue.pop(cheapest=False) is expected
+            del live[id(expected)]
+        assert queue.pop(cheapest=True) is None and queue.pop(cheapest=False) is None

@@ -49,40 +49,54 @@ STALE_FLOOR = 4096
 class BranchQueue:
     """Queued branches, reachable both by ``g_hat`` and by (layer, ``g_hat``).
 
-    A branch sits in both heaps; popped from one, its entry in the other stays behind,
-    stale, and is skipped when it comes up. An entry is live while its push number is
-    the branch's ``queued`` (0 when not queued), so an entry left behind never comes
-    back to life when its branch is pushed again (as a branch whose expansion a limit
-    interrupted is): the branch is listed, and popped, once.
+    A branch has one entry ``(g_hat, push number, branch)``, in two heaps: ``by_cost``, of
+    every entry, and ``by_layer[l]``, of the entries of the branches at layer ``l``. Popping
+    the cheapest takes the top of ``by_cost``; popping by layer, the top of the lowest layer's
+    heap that holds a live entry: the order of (layer, ``g_hat``, push number). Popped from
+    one heap, an entry stays behind in the other, stale, and is skipped when it comes up.
+    An entry is live while its push number is the branch's ``queued`` (0 when not queued),
+    so an entry left behind never comes back to life when its branch is pushed again (as a
+    branch whose expansion a limit interrupted is): the branch is listed, and popped, once.
 
     An entry left behind holds its branch alive. Most entries popped by ``g_hat`` wait
-    in the layer heap behind the lower layers, where they once outnumbered the live ones
+    in the layer heaps behind the lower layers, where they once outnumbered the live ones
     twentyfold (docs/search.md, "The search's state in memory"). When the heaps hold more than
-    :data:`STALE_SHARE` entries per live branch, both are rebuilt from their live
+    :data:`STALE_SHARE` entries per live branch, all are rebuilt from their live
     entries; the entries are totally ordered (each has its push number), so the order
     of pops is unchanged."""
 
     def __init__(self) -> None:
         self.by_cost: list[tuple[float, int, Branch]] = []
-        self.by_layer: list[tuple[int, float, int, Branch]] = []
+        self.by_layer: list[list[tuple[float, int, Branch]]] = []
         self.size = 0
         self._seq = 0
+        self._layer_entries = 0  # entries in all of by_layer, stale ones included
+        self._lowest = 0  # no layer below this one holds an entry
 
     def push(self, branch: Branch) -> None:
         self._seq += 1
         branch.queued = self._seq
-        heapq.heappush(self.by_cost, (branch.estimate, self._seq, branch))
-        heapq.heappush(self.by_layer, (branch.layer, branch.estimate, self._seq, branch))
+        entry = (branch.estimate, self._seq, branch)
+        heapq.heappush(self.by_cost, entry)
+        layer = branch.layer
+        while len(self.by_layer) <= layer:
+            self.by_layer.append([])
+        heapq.heappush(self.by_layer[layer], entry)
+        if layer < self._lowest:
+            self._lowest = layer
+        self._layer_entries += 1
         self.size += 1
-        if len(self.by_cost) + len(self.by_layer) > STALE_SHARE * self.size + STALE_FLOOR:
+        if len(self.by_cost) + self._layer_entries > STALE_SHARE * self.size + STALE_FLOOR:
             self.compact()
 
     def compact(self) -> None:
-        """Drop the stale entries of both heaps (see the class docstring)."""
+        """Drop the stale entries of every heap (see the class docstring)."""
         self.by_cost = self._live()
-        self.by_layer = [entry for entry in self.by_layer if entry[3].queued == entry[2]]
         heapq.heapify(self.by_cost)
-        heapq.heapify(self.by_layer)
+        self.by_layer = [[entry for entry in heap if entry[2].queued == entry[1]] for heap in self.by_layer]
+        for heap in self.by_layer:
+            heapq.heapify(heap)
+        self._layer_entries = len(self.by_cost)
 
     def _live(self) -> list[tuple[float, int, Branch]]:
         return [entry for entry in self.by_cost if entry[2].queued == entry[1]]
@@ -96,11 +110,26 @@ class BranchQueue:
         return min((entry[2].bound for entry in self._live()), default=math.inf)
 
     def pop(self, cheapest: bool) -> Branch | None:
-        heap = self.by_cost if cheapest else self.by_layer
+        if cheapest:
+            return self._pop_live(self.by_cost)
+        by_layer = self.by_layer
+        while self._lowest < len(by_layer):
+            heap = by_layer[self._lowest]
+            before = len(heap)
+            branch = self._pop_live(heap)
+            self._layer_entries -= before - len(heap)
+            if branch is not None:
+                return branch
+            self._lowest += 1
+        self._lowest = 0
+        return None
+
+    def _pop_live(self, heap: list[tuple[float, int, Branch]]) -> Branch | None:
+        """The branch of the first live entry of ``heap`` (the entries before it, stale,
+        are dropped), no longer queued; None if there is none."""
         while heap:
-            entry = heapq.heappop(heap)
-            branch = entry[-1]
-            if branch.queued == entry[-2]:
+            seq, branch = heapq.heappop(heap)[1:]
+            if branch.queued == seq:
                 branch.queued = 0
                 self.size -= 1
                 return branch

@@ -19,6 +19,7 @@ from collections import Counter
 
 import pytest
 
+from dcmap_dist.checkpoint.codec import columns_key, key_columns, mask_bytes
 from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.cost.user import FunctionCost
 from dcmap_dist.limits import Limits, Stopwatch
@@ -27,10 +28,10 @@ from dcmap_dist.search import explorer as explorer_module
 from dcmap_dist.search.audit import AuditError
 from dcmap_dist.search.explorer import Explorer
 from dcmap_dist.search.linking import LinkShard, route
-from dcmap_dist.search.keys import key_parts
 from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 from search_costs import random_network
+from search_helpers import walk_tree
 
 
 def small_int_cost(ctx):
@@ -125,15 +126,13 @@ def test_weakened_lean_key_is_caught(monkeypatch, weakening, where):
     # a subclass, since the compiled Problem's methods cannot be replaced on the class
     class Weakened(Problem):
         def link_key(self, branch):
-            head, parts, blocked = super().link_key(branch)
+            head, items, shape, blocked = super().link_key(branch)
             if where == "inside a layer" and branch.layer_done:
-                return head, parts, blocked
+                return head, items, shape, blocked
             if weakening == "no merge blocks":
-                return head, parts, 0
-            flat = []
-            for _, items in key_parts(parts):
-                flat += (len(items) // 2, 0, *items)
-            return head, tuple(flat), blocked
+                return head, items, shape, 0
+            unions = shape[::2]  # each part's outside ancestors dropped
+            return head, items, tuple(x for union in unions for x in (union, 0)), blocked
 
     monkeypatch.setattr(importlib.import_module("dcmap_dist.solve"), "Problem", Weakened)
     assert count_disagreements(40, seed=2024) > 0
@@ -165,3 +164,58 @@ def test_route_is_the_same_in_every_process_and_spreads_keys(tmp_path, key):
         assert ast.literal_eval(got) == owners
     shares = [owners.count(shard) / len(owners) for shard in range(4)]
     assert min(shares) > 0.15 and max(shares) < 0.35, shares
+
+
+class _Numbered(dict):
+    """Message -> its number, numbering a new one (as the checkpoint writer does)."""
+
+    def __missing__(self, message):
+        self[message] = len(self)
+        return self[message]
+
+
+class _MaskBytes(dict):
+    def __missing__(self, mask):
+        return mask_bytes(mask)
+
+
+@pytest.mark.parametrize("key", ["lean", "full"])
+@pytest.mark.parametrize("model", ["dcmap", "tuples"], ids=["codes", "user-messages"])
+def test_a_key_reads_back_from_its_checkpoint_columns_as_itself(key, model):
+    # checkpoints store keys in named columns (checkpoint/codec.py): every key of a search,
+    # inside a layer and at completed ones (whose cluster-layers are the branch's frontier
+    # itself, sorted), must read back equal, or a resumed search would link less
+    cost = DcmapCost() if model == "dcmap" else FunctionCost(lambda ctx: (small_int_cost(ctx), tuple(ctx.nodes)))
+    seen = Counter()
+    for seed in range(8):
+        problem = Problem(random_network(seed, 9, 10), cost, "merge", key=key)
+        explorer = Explorer(problem, 0.6, 0, LinkShard(1))
+        root = problem.root()
+        explorer.receive([(problem.link_key(root), root)])
+        explorer.step(Stopwatch(Limits()), max_iterations=1500)
+        ids = _Numbered()
+        for stored in explorer.shard.entries:
+            row = key_columns(stored, key, ids, _MaskBytes())
+            numbers = {number: message for message, number in ids.items()}
+            assert columns_key(row, key, numbers.__getitem__) == stored
+            inside = isinstance(stored[0], tuple)
+            items = stored[2 if key == "full" else 1]
+            assert inside or list(items) == sorted(items)
+            seen[inside] += 1
+    assert seen[True] > 100 and seen[False] > 100, seen
+
+
+@pytest.mark.parametrize("key", ["lean", "full"])
+def test_a_completed_layers_key_holds_the_branchs_own_frontier(key):
+    # the key shares the branch's frontier tuple (itself shared through the bound's memo:
+    # docs/search.md, "The search's state in memory"), and its outside masks are one
+    # object per value
+    problem = Problem(random_network(3, 7, 9), DcmapCost(), "merge", key=key)
+    records, _ = walk_tree(problem)
+    done = [branch for branch, _, _ in records if branch.layer_done and branch.layer > 0]
+    keys = [problem.link_key(branch) for branch in done]
+    assert len(done) > 50
+    assert all(stored[2 if key == "full" else 1] is branch.frontier for stored, branch in zip(keys, done))
+    if key == "lean":
+        outsides = [x for stored in keys for x in stored[2][1::2]]
+        assert len({id(x) for x in outsides}) == len(set(outsides)) < len(outsides)

@@ -25,7 +25,6 @@ from dcmap_dist.cost.user import FunctionCost
 from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.run.ray.worker import marshallable, packed
 from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.search.keys import key_parts
 from dcmap_dist.search.linking import LinkShard
 from dcmap_dist.search.messages import MessageCodes
 from dcmap_dist.search.problem import Problem
@@ -55,9 +54,7 @@ def summary(result) -> tuple:
 
 def key_messages(key: tuple, kind: str) -> list:
     """The messages a link key holds."""
-    if kind == "full":
-        return list(key[2][1::2])
-    return [message for _, items in key_parts(key[1]) for message in items[1::2]]
+    return [message for _, message in key[2 if kind == "full" else 1]]
 
 
 @pytest.mark.parametrize("key", ["lean", "full"])

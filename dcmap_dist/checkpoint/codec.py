@@ -113,7 +113,7 @@ def key_columns(key: tuple, kind: str, ids: Mapping[Hashable, int], masks: Mappi
     ``masks[mask]`` gives a mask's bytes (:func:`mask_bytes`; mappings that remember, for a
     write of millions of keys). The columns name every pair and flag that the key packs
     into bits."""
-    head, second, third = key
+    head = key[0]
     row: dict[str, Any] = dict(_EMPTY_KEY)
     fixed = 0
     if isinstance(head, tuple):
@@ -125,15 +125,15 @@ def key_columns(key: tuple, kind: str, ids: Mapping[Hashable, int], masks: Mappi
     else:
         row["layer"] = head
     if kind == "lean":
-        parts = key_parts(second)
+        parts = key_parts(key)
         row["parts"] = [{"frontier": [{"members": masks[items[k]], "message": ids[items[k + 1]]}
                                       for k in range(0, len(items), 2)],
                          "outside": masks[outside]} for outside, items in parts]
         count = len(parts)
-        row["blocked"] = [{"first": bit // count, "second": bit % count} for bit in bits(third)]
+        row["blocked"] = [{"first": bit // count, "second": bit % count} for bit in bits(key[3])]
     else:
-        row["comps"] = comp_rows(second, fixed, masks)
-        row["cls"] = [{"members": masks[third[k]], "message": ids[third[k + 1]]} for k in range(0, len(third), 2)]
+        row["comps"] = comp_rows(key[1], fixed, masks)
+        row["cls"] = [{"members": masks[members], "message": ids[message]} for members, message in key[2]]
     return row
 
 
@@ -146,9 +146,17 @@ def columns_key(row: dict[str, Any], kind: str, message: Callable[[int], Hashabl
         if kind == "lean":
             head = (layer, bytes_mask(row["assigned"]), bytes_mask(row["fixed"]), bytes_mask(row["held"])) \
                 if inside else layer
-            parts: list[Any] = []
+            items: list[tuple] = []  # the parts' cluster-layers, part after part
+            shape: list[int] = []
             for part in row["parts"]:
-                parts += (len(part["frontier"]), bytes_mask(part["outside"]), *_flat(part["frontier"], message))
+                own = _items(part["frontier"], message)
+                if not own:
+                    raise ValueError("a part with no cluster-layer")
+                union = 0
+                for members, _ in own:
+                    union |= members
+                shape += (union, bytes_mask(part["outside"]))
+                items += own
             count = len(row["parts"])
             blocked = 0
             for pair in row["blocked"]:
@@ -156,12 +164,13 @@ def columns_key(row: dict[str, Any], kind: str, message: Callable[[int], Hashabl
                 if not 0 <= first < second < count:
                     raise ValueError(f"a blocked pair {first, second} of {count} parts")
                 blocked |= 1 << (first * count + second)
-            return head, tuple(parts), blocked
+            # of a completed layer, the key holds the frontier sorted (as the branch does)
+            return head, tuple(items if inside else sorted(items)), tuple(shape), blocked
         comps, fixed = rows_comps(row["comps"])
         head = (layer, bytes_mask(row["assigned"]), fixed) if inside else layer
         if fixed and not inside:
             raise ValueError("a fixed component at a completed layer")
-        return head, comps, _flat(row["cls"], message)
+        return head, comps, tuple(_items(row["cls"], message))
     except (TypeError, KeyError) as exc:
         raise ValueError(f"not a {kind} link key ({type(exc).__name__}: {exc})") from None
 
@@ -177,11 +186,6 @@ def rows_comps(rows: list[dict[str, Any]]) -> tuple[tuple[int, ...], int]:
     return tuple(bytes_mask(c["members"]) for c in rows), sum(1 << i for i, c in enumerate(rows) if c["fixed"])
 
 
-def _flat(items: list[dict[str, Any]], message: Callable[[int], Hashable]) -> tuple:
-    """``(members, message, ...)`` from rows of members and message ids."""
-    flat: list[Any] = []
-    for item in items:
-        flat.append(bytes_mask(item["members"]))
-        flat.append(message(item["message"]))
-    return tuple(flat)
-
+def _items(rows: list[dict[str, Any]], message: Callable[[int], Hashable]) -> list[tuple[int, Hashable]]:
+    """Cluster-layers ``(members, message)`` from rows of members and message ids."""
+    return [(bytes_mask(item["members"]), message(item["message"])) for item in rows]

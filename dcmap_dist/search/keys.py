@@ -4,7 +4,7 @@ with equal keys have identical futures (SPEC section 5; docs/search.md, "Correct
 "Linking inside a layer" and "The search's state in memory").
 
 :class:`LinkKeys` makes the keys of one problem's branches from the branch and the
-problem's node-set memos; :func:`key_parts` reads a ``lean`` key's parts back.
+problem's node-set memos; :func:`key_parts` reads a ``lean`` key's parts.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ class LinkKeys:
         # descendants of the unplaced nodes: the only placed nodes a future contiguity
         # check can reach
         self._reach = Memo(lambda rest: union_of(topo.desc, rest))
-        self.final = (topo.l_max, (), ()) if kind == "full" else (topo.l_max, (), 0)
+        self._outsides: dict[int, int] = {}  # each outside mask a key holds, as its first object
+        self.final = (topo.l_max, (), ()) if kind == "full" else (topo.l_max, (), (), 0)
 
     def of(self, branch: Any) -> tuple:
         """Dominance key of a branch: what any future cost or feasibility check can read,
@@ -48,13 +49,15 @@ class LinkKeys:
         ``(layer, assigned)`` and, for ``lean``, the masks of the components fixed at
         this layer and of those that hold a node of it.
 
-        The key is flat tuples of ints and messages (docs/search.md, "The search's state
-        in memory"): ``lean`` is ``(head, parts, blocked)``, ``parts`` one tuple holding,
-        part after part, ``count, outside, members, message, ...`` (``count`` cluster-layers;
-        :func:`key_parts` reads it) and ``blocked`` one int, bit ``i * parts + j`` for a
-        pair of parts ``i < j`` that can never merge; ``full`` is ``(head, component masks,
-        (members, message, ...))``, its head ``(layer, assigned, fixed)`` inside a layer
-        (``fixed``: bit ``i`` for component ``i``).
+        The key is a few tuples of ints, messages and frontier cluster-layers ``(members,
+        message)`` (docs/search.md, "The search's state in memory"): ``lean`` is ``(head,
+        items, shape, blocked)``: ``items`` the cluster-layers (of a completed layer, the
+        branch's sorted frontier itself; inside a layer, the parts' cluster-layers part
+        after part), ``shape`` per part ``union, outside`` (``union`` its cluster-layers'
+        members; :func:`key_parts` reads the parts) and ``blocked`` one int, bit
+        ``i * parts + j`` for a pair of parts ``i < j`` that can never merge; ``full`` is
+        ``(head, component masks, items)``, its head ``(layer, assigned, fixed)`` inside a
+        layer (``fixed``: bit ``i`` for component ``i``).
         """
         topo = self.topo
         layer = branch.layer
@@ -78,63 +81,64 @@ class LinkKeys:
         known = self.closures
         parts = []
         for index, members in enumerate(comps):
-            items = []  # its frontier cluster-layers: members, message, ...
+            items = []  # its frontier cluster-layers
+            union = 0  # their members
             for item in frontier:
                 if item[0] & members:
-                    items.append(item[0])
-                    items.append(item[1])
+                    items.append(item)
+                    union |= item[0]
             # headed by its first cluster-layer's mask: the parts' items are disjoint, so
             # this orders them as their items would, comparing ints only
-            parts.append((items[0], items, members, known[members], fixed >> index & 1))
+            parts.append((items[0][0], items, members, known[members], fixed >> index & 1, union))
         parts.sort()
         count = len(parts)
         placed = ~rest
-        outside = [closure[0] & placed & ~members for _, _, members, closure, _ in parts]
+        outside = [part[3][0] & placed & ~part[2] for part in parts]
         blocked = 0
-        for i, (_, _, _, (_, descendants_i, touch_i, layers_i), _) in enumerate(parts):
+        for i, (_, _, _, (_, descendants_i, touch_i, layers_i), _, _) in enumerate(parts):
             outside_i = outside[i]
             for j in range(i + 1, count):
-                _, _, members_j, (_, descendants_j, _, layers_j), _ = parts[j]
+                _, _, members_j, (_, descendants_j, _, layers_j), _, _ = parts[j]
                 if (layers_i & layers_j or touch_i & members_j
                         or descendants_i & outside[j] or descendants_j & outside_i):
                     blocked |= 1 << (i * count + j)
         reach = self._reach[rest]
-        flat = []
+        outsides = self._outsides
+        shape = []
         for part, out in zip(parts, outside):
-            items = part[1]
-            flat.append(len(items) >> 1)
-            flat.append(out & reach)
-            flat.extend(items)
-        kept = tuple(flat)
-        if branch.layer_done:
-            return layer, kept, blocked
+            shape.append(part[5])
+            out &= reach
+            shape.append(outsides.setdefault(out, out))  # one object per value: keys repeat them
+        if branch.layer_done:  # the frontier itself, sorted, and shared with the branch
+            return layer, frontier, tuple(shape), blocked
+        grouped = []  # the parts' cluster-layers, part after part
         fixed = held = 0  # now over the sorted parts
-        for i, (_, _, _, (_, _, _, layers_i), fixed_i) in enumerate(parts):
+        for i, (_, items, _, (_, _, _, layers_i), fixed_i, _) in enumerate(parts):
+            grouped.extend(items)
             if fixed_i:
                 fixed |= 1 << i
                 if layers_i >> layer & 1:  # only a fixed component holds a node of this layer
                     held |= 1 << i
-        return (layer, branch.assigned, fixed, held), kept, blocked
+        return (layer, branch.assigned, fixed, held), tuple(grouped), tuple(shape), blocked
 
     def _full(self, branch: Any, comps: tuple, fixed: int, frontier: tuple) -> tuple:
         """The ``full`` key of :meth:`of`, from the components (``fixed``: which are
         fixed) and frontier an unplaced node still reads."""
-        flat = []
-        for item in frontier:
-            flat.append(item[0])
-            flat.append(item[1])
         if branch.layer_done:
-            return branch.layer, comps, tuple(flat)
-        return (branch.layer, branch.assigned, fixed), comps, tuple(flat)
+            return branch.layer, comps, frontier
+        return (branch.layer, branch.assigned, fixed), comps, frontier
 
 
-def key_parts(parts: tuple) -> list[tuple[int, tuple]]:
-    """The parts of a ``lean`` key's flat ``parts`` (:meth:`LinkKeys.of`), each as
-    ``(outside, (members, message, ...))``."""
+def key_parts(key: tuple) -> list[tuple[int, tuple]]:
+    """The parts of a ``lean`` key (:meth:`LinkKeys.of`), each as ``(outside, (members,
+    message, ...))``: its cluster-layers are the key's that lie in its ``union``."""
+    items, shape = key[1], key[2]
     found = []
-    start = 0
-    while start < len(parts):
-        end = start + 2 + 2 * parts[start]
-        found.append((parts[start + 1], parts[start + 2:end]))
-        start = end
+    for k in range(0, len(shape), 2):
+        union = shape[k]
+        flat: list = []
+        for item in items:
+            if item[0] & union:
+                flat += item
+        found.append((shape[k + 1], tuple(flat)))
     return found

@@ -31,7 +31,6 @@ import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from .keys import key_parts
 from .problem import within
 
 NEW, CHEAPER, TIE, WORSE = "new", "cheaper", "tie", "worse"
@@ -82,16 +81,12 @@ def route(key: tuple, shards: int) -> int:
     whose hashes may differ between processes). Deterministic across processes."""
     if shards == 1:
         return 0
-    head, parts, last = key
-    if type(last) is int:  # lean: parts (count, outside, members, message, ...), blocked pairs as bits
-        masks = []
-        for outside, items in key_parts(parts):
-            masks.append(outside)
-            masks.extend(items[::2])
-    else:  # full: component masks, (members, message, ...)
-        masks = list(parts) + list(last[::2])
-        last = 0
-    return hash((head, last, *masks)) % shards
+    if len(key) == 4:  # lean: (head, cluster-layers, (union, outside, ...), blocked pairs as bits)
+        head, items, masks, blocked = key
+    else:  # full: (head, component masks, cluster-layers)
+        head, masks, items = key
+        blocked = 0
+    return hash((head, blocked, *masks, *[item[0] for item in items])) % shards
 
 
 def record_id(owner: int, serial: int) -> int:

@@ -126,8 +126,8 @@ def key_columns(key: tuple, kind: str, ids: Mapping[Hashable, int], masks: Mappi
         row["layer"] = head
     if kind == "lean":
         parts = key_parts(key)
-        row["parts"] = [{"frontier": [{"members": masks[items[k]], "message": ids[items[k + 1]]}
-                                      for k in range(0, len(items), 2)],
+        row["parts"] = [{"frontier": [{"members": masks[members], "message": ids[message]}
+                                      for members, message in items],
                          "outside": masks[outside]} for outside, items in parts]
         count = len(parts)
         row["blocked"] = [{"first": bit // count, "second": bit % count} for bit in bits(key[3])]

@@ -130,15 +130,7 @@ class LinkKeys:
 
 
 def key_parts(key: tuple) -> list[tuple[int, tuple]]:
-    """The parts of a ``lean`` key (:meth:`LinkKeys.of`), each as ``(outside, (members,
-    message, ...))``: its cluster-layers are the key's that lie in its ``union``."""
+    """The parts of a ``lean`` key (:meth:`LinkKeys.of`), each as ``(outside, cluster-layers
+    (members, message))``: its cluster-layers are the key's that lie in its ``union``."""
     items, shape = key[1], key[2]
-    found = []
-    for k in range(0, len(shape), 2):
-        union = shape[k]
-        flat: list = []
-        for item in items:
-            if item[0] & union:
-                flat += item
-        found.append((shape[k + 1], tuple(flat)))
-    return found
+    return [(shape[k + 1], tuple([item for item in items if item[0] & shape[k]])) for k in range(0, len(shape), 2)]

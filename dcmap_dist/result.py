@@ -9,10 +9,8 @@ import math
 import platform
 from collections.abc import Hashable
 from dataclasses import asdict, dataclass, field
+from importlib.metadata import version
 from typing import Any
-
-import networkx
-import numpy
 
 from ._version import __version__
 from .io.outputs import json_cost
@@ -102,4 +100,4 @@ class SolveResult:
 def environment() -> dict[str, str]:
     """The versions a result was computed with."""
     return {"dcmap_dist": __version__, "python": platform.python_version(), "platform": platform.platform(),
-            "numpy": numpy.__version__, "networkx": networkx.__version__}
+            "numpy": version("numpy"), "networkx": version("networkx")}

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import networkx as nx
 import pytest
 
 from dcmap_dist.io.load import load_network
-from dcmap_dist.model.network import Network, NetworkError, network_from_dict, network_from_digraph
+from dcmap_dist.model.network import (Network, NetworkError, find_cycle, network_from_dict, network_from_digraph,
+                                      weak_components)
 
 NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
 
@@ -169,6 +173,41 @@ def test_cycle_is_named():
 def test_self_loop_is_a_cycle():
     with pytest.raises(NetworkError, match=r"cycle: A -> A"):
         load_network({"nodes": nodes("A", "B"), "edges": [["A", "A"], ["A", "B"]]})
+
+
+def test_cycles_and_components_agree_with_networkx_on_random_graphs():
+    """The checks the search's own path makes without networkx give networkx's answers:
+    acyclic or not (and a cycle found is one), and the same weak components."""
+    rng = random.Random(7)
+    cyclic = 0
+    for _ in range(400):
+        n = rng.randint(1, 9)
+        names = [f"v{i}" for i in range(n)]
+        arcs = {(rng.choice(names), rng.choice(names)) for _ in range(rng.randint(0, 2 * n))}
+        graph = nx.DiGraph(arcs)
+        graph.add_nodes_from(names)
+        children = {x: list(graph.successors(x)) for x in names}
+        parents = {x: list(graph.predecessors(x)) for x in names}
+        cycle = find_cycle(names, children)
+        assert bool(cycle) != nx.is_directed_acyclic_graph(graph)
+        cyclic += bool(cycle)
+        assert all(graph.has_edge(u, v) for u, v in zip(cycle, cycle[1:] + cycle[:1]))
+        assert len(set(cycle)) == len(cycle)
+        found = weak_components(names, parents, children)
+        assert sorted(map(sorted, found)) == sorted(map(sorted, nx.weakly_connected_components(graph)))
+        assert [min(c, key=names.index) for c in found] == sorted((min(c, key=names.index) for c in found),
+                                                                  key=names.index)
+    assert 50 < cyclic < 350
+
+
+def test_solving_imports_neither_networkx_nor_numpy():
+    """A process that loads a file and solves it keeps networkx and numpy (and Ray and
+    pyarrow) out of memory: they are imported where a graph, a matrix, a distributed run
+    or a checkpoint is asked for."""
+    code = ("import sys; from dcmap_dist import load_network, solve; solve(load_network('asia'));"
+            "print(sorted(m for m in ('networkx', 'numpy', 'pyarrow', 'ray') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_edge_to_unknown_node():

@@ -4,11 +4,10 @@ pgmpy and pyAgrum objects, and the files pyAgrum reads."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
-
-import networkx as nx
 
 from ..model.network import Network, NetworkError, TooLarge, network_from_dict, network_from_digraph, read_json
 from .bif import read_bif
@@ -99,7 +98,8 @@ def load_network(source: Any, slices: int | None = None, observe: str | Iterable
 def _build(data: Any, slices: int | None, max_nodes: int | None) -> Network:
     """The network of a JSON object, a template (unrolled), a networkx DiGraph or a Network,
     refused when it has more than ``max_nodes`` nodes."""
-    if isinstance(data, nx.Graph):
+    networkx = sys.modules.get("networkx")  # a networkx graph was made with it imported
+    if networkx is not None and isinstance(data, networkx.Graph):
         data = network_from_digraph(data)
     template = isinstance(data, Mapping) and is_template(data)
     if slices is not None and not template:

@@ -16,9 +16,10 @@ import stat
 import zlib
 from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+if TYPE_CHECKING:  # networkx is imported where a graph is made or read, not by the search
+    import networkx as nx
 
 __all__ = [
     "Network", "NetworkError", "TooLarge", "network_from_dict", "network_from_digraph", "network_from_node_link",
@@ -105,21 +106,17 @@ class Network:
         self.labels: dict[str, Hashable] = {x: y for x, y in (labels or {}).items() if x in self.index}
         self.origin: dict[str, Any] = dict(origin or {})
 
-        graph = nx.DiGraph()
-        graph.add_nodes_from(self.nodes)
-        graph.add_edges_from(self.edges)
-        if not nx.is_directed_acyclic_graph(graph):
-            cycle = [u for u, _ in nx.find_cycle(graph)]
-            path = " -> ".join(cycle + [cycle[0]])
-            raise NetworkError(f"the graph has a cycle: {path}")
-        self._graph = graph
         order = self.index.__getitem__
-        self.parents: dict[str, tuple[str, ...]] = {
-            x: tuple(sorted(graph.predecessors(x), key=order)) for x in self.nodes
-        }
-        self.children: dict[str, tuple[str, ...]] = {
-            x: tuple(sorted(graph.successors(x), key=order)) for x in self.nodes
-        }
+        parents: dict[str, list[str]] = {x: [] for x in self.nodes}
+        children: dict[str, list[str]] = {x: [] for x in self.nodes}
+        for u, v in edge_list:
+            parents[v].append(u)
+            children[u].append(v)
+        self.parents: dict[str, tuple[str, ...]] = {x: tuple(sorted(parents[x], key=order)) for x in self.nodes}
+        self.children: dict[str, tuple[str, ...]] = {x: tuple(sorted(children[x], key=order)) for x in self.nodes}
+        cycle = find_cycle(self.nodes, self.children)
+        if cycle:
+            raise NetworkError(f"the graph has a cycle: {' -> '.join(cycle + [cycle[0]])}")
         self.derived: dict[str, object] = {}  # facts computed from the structure, cached
 
     def __repr__(self) -> str:
@@ -139,6 +136,8 @@ class Network:
 
     def digraph(self) -> nx.DiGraph:
         """A copy of the structure as a networkx DiGraph with a ``states`` attribute."""
+        import networkx as nx
+
         graph = nx.DiGraph(name=self.name)
         for x in self.nodes:
             graph.add_node(x, states=self.states[x], observed=x in self.observed)
@@ -165,10 +164,9 @@ class Network:
 
     def components(self) -> list[Network]:
         """Weakly connected components, ordered by their first node in input order."""
-        comps = [set(c) for c in nx.weakly_connected_components(self._graph)]
+        comps = weak_components(self.nodes, self.parents, self.children)
         if len(comps) == 1:
             return [self]
-        comps.sort(key=lambda c: min(self.index[x] for x in c))
         return [self.subnetwork(c, f"{self.name}[{i}]") for i, c in enumerate(comps)]
 
     def to_dict(self) -> dict[str, Any]:
@@ -188,6 +186,55 @@ class Network:
         data["edges"] = sorted(data["edges"])
         data = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(data.encode()).hexdigest()
+
+
+def find_cycle(nodes: Iterable[str], children: Mapping[str, Iterable[str]]) -> list[str]:
+    """The nodes of one directed cycle in order (``[]``: the graph is acyclic), by an
+    iterative depth-first search."""
+    done: set[str] = set()
+    for start in nodes:
+        if start in done:
+            continue
+        path = [start]  # the nodes on the stack, in order
+        on_path = {start}
+        stack = [iter(children[start])]
+        while stack:
+            node = next(stack[-1], None)
+            if node is None:  # every child of path[-1] is done
+                finished = path.pop()
+                on_path.remove(finished)
+                done.add(finished)
+                stack.pop()
+                continue
+            if node in on_path:
+                return path[path.index(node):]
+            if node not in done:
+                path.append(node)
+                on_path.add(node)
+                stack.append(iter(children[node]))
+    return []
+
+
+def weak_components(nodes: Iterable[str], parents: Mapping[str, Iterable[str]],
+                    children: Mapping[str, Iterable[str]]) -> list[set[str]]:
+    """The weakly connected components (arcs read both ways), in the order of their first
+    node in ``nodes``."""
+    found: list[set[str]] = []
+    placed: set[str] = set()
+    for start in nodes:
+        if start in placed:
+            continue
+        component = {start}
+        todo = [start]
+        while todo:
+            node = todo.pop()
+            for other in (*parents[node], *children[node]):
+                if other not in component:
+                    component.add(other)
+                    todo.append(other)
+        placed |= component
+        found.append(component)
+    return found
 
 
 # the keys of a network JSON object (SPEC section 1); "source" and "description" are

@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .network import Network
+
+if TYPE_CHECKING:  # numpy is imported by the one function that needs it, not by the search
+    import numpy as np
 
 
 def layers(network: Network) -> dict[str, int]:
@@ -77,6 +78,8 @@ def same_cluster_matrix(network: Network) -> np.ndarray:
     ``i``'s parents, and either the only directed path from ``j`` to ``i`` is the
     arc ``j -> i``, or ``j`` lies in the same layer as ``i``.
     """
+    import numpy as np
+
     topo = Topology(network)
     n = topo.n
     matrix = np.zeros((n, n), dtype=np.int8)

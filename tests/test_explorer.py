@@ -25,6 +25,21 @@ def test_a_branch_queued_again_is_listed_and_popped_once():
     assert queue.pop(cheapest=False) is None and queue.size == 0
 
 
+def test_an_entry_left_behind_does_not_hold_its_branch():
+    # a branch popped from one heap leaves its entry in the other: that entry must not keep
+    # the branch (its components, trail and costs) alive until it comes up or is compacted
+    queue = BranchQueue()
+    branches = [Branch(layer, 0, (), (), float(g), estimate=float(g), bound=float(g))
+                for layer in range(3) for g in range(10)]
+    for branch in branches:
+        queue.push(branch)
+    popped = {id(queue.pop(cheapest=True)) for _ in range(12)} | {id(queue.pop(cheapest=False)) for _ in range(6)}
+    held = [entry[2] for heap in (queue.by_cost, *queue.by_layer) for entry in heap]
+    assert len(held) > queue.size  # entries were left behind
+    assert not popped & {id(branch) for branch in held}
+    assert queue.size == len(branches) - 18 == len({id(branch) for branch in held if branch is not None})
+
+
 def test_the_queue_pops_as_one_sorted_list_would(monkeypatch):
     # random pushes (ties of g_hat included), pops of both kinds and branches pushed again;
     # a small floor makes the heaps compact often. The reference: the cheapest live branch

@@ -49,25 +49,24 @@ STALE_FLOOR = 4096
 class BranchQueue:
     """Queued branches, reachable both by ``g_hat`` and by (layer, ``g_hat``).
 
-    A branch has one entry ``(g_hat, push number, branch)``, in two heaps: ``by_cost``, of
+    A branch has one entry ``[g_hat, push number, branch]``, in two heaps: ``by_cost``, of
     every entry, and ``by_layer[l]``, of the entries of the branches at layer ``l``. Popping
     the cheapest takes the top of ``by_cost``; popping by layer, the top of the lowest layer's
-    heap that holds a live entry: the order of (layer, ``g_hat``, push number). Popped from
-    one heap, an entry stays behind in the other, stale, and is skipped when it comes up.
-    An entry is live while its push number is the branch's ``queued`` (0 when not queued),
-    so an entry left behind never comes back to life when its branch is pushed again (as a
-    branch whose expansion a limit interrupted is): the branch is listed, and popped, once.
+    heap that holds a live entry: the order of (layer, ``g_hat``, push number). Popping an
+    entry empties its branch slot, and the entry stays behind in the other heap, stale,
+    skipped when it comes up. A branch pushed again (as one whose expansion a limit
+    interrupted is) gets a new entry, so it is listed, and popped, once.
 
-    An entry left behind holds its branch alive. Most entries popped by ``g_hat`` wait
-    in the layer heaps behind the lower layers, where they once outnumbered the live ones
-    twentyfold (docs/search.md, "The search's state in memory"). When the heaps hold more than
-    :data:`STALE_SHARE` entries per live branch, all are rebuilt from their live
-    entries; the entries are totally ordered (each has its push number), so the order
-    of pops is unchanged."""
+    A stale entry holds neither its branch nor anything of it but its ``g_hat`` and push
+    number. Most entries popped by ``g_hat`` wait in the layer heaps behind the lower
+    layers (docs/search.md, "The search's state in memory"). When the heaps hold more
+    than :data:`STALE_SHARE` entries per live branch, all are rebuilt from their live
+    entries; the entries are totally ordered (each has its push number, and an entry is
+    never compared past it), so the order of pops is unchanged."""
 
     def __init__(self) -> None:
-        self.by_cost: list[tuple[float, int, Branch]] = []
-        self.by_layer: list[list[tuple[float, int, Branch]]] = []
+        self.by_cost: list[list] = []  # [g_hat, push number, branch or None when popped]
+        self.by_layer: list[list[list]] = []
         self.size = 0
         self._seq = 0
         self._layer_entries = 0  # entries in all of by_layer, stale ones included
@@ -75,8 +74,7 @@ class BranchQueue:
 
     def push(self, branch: Branch) -> None:
         self._seq += 1
-        branch.queued = self._seq
-        entry = (branch.estimate, self._seq, branch)
+        entry = [branch.estimate, self._seq, branch]
         heapq.heappush(self.by_cost, entry)
         layer = branch.layer
         while len(self.by_layer) <= layer:
@@ -93,13 +91,13 @@ class BranchQueue:
         """Drop the stale entries of every heap (see the class docstring)."""
         self.by_cost = self._live()
         heapq.heapify(self.by_cost)
-        self.by_layer = [[entry for entry in heap if entry[2].queued == entry[1]] for heap in self.by_layer]
+        self.by_layer = [[entry for entry in heap if entry[2] is not None] for heap in self.by_layer]
         for heap in self.by_layer:
             heapq.heapify(heap)
         self._layer_entries = len(self.by_cost)
 
-    def _live(self) -> list[tuple[float, int, Branch]]:
-        return [entry for entry in self.by_cost if entry[2].queued == entry[1]]
+    def _live(self) -> list[list]:
+        return [entry for entry in self.by_cost if entry[2] is not None]
 
     def branches(self) -> list[Branch]:
         """The queued branches, cheapest ``g_hat`` first."""
@@ -124,13 +122,14 @@ class BranchQueue:
         self._lowest = 0
         return None
 
-    def _pop_live(self, heap: list[tuple[float, int, Branch]]) -> Branch | None:
+    def _pop_live(self, heap: list[list]) -> Branch | None:
         """The branch of the first live entry of ``heap`` (the entries before it, stale,
-        are dropped), no longer queued; None if there is none."""
+        are dropped), its entry emptied; None if there is none."""
         while heap:
-            seq, branch = heapq.heappop(heap)[1:]
-            if branch.queued == seq:
-                branch.queued = 0
+            entry = heapq.heappop(heap)
+            branch = entry[2]
+            if branch is not None:
+                entry[2] = None
                 self.size -= 1
                 return branch
         return None

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..cost.base import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
 from ..limits import Stopwatch
@@ -61,7 +61,6 @@ class Branch:
     estimate: float = 0.0  # g_hat
     bound: float = 0.0  # cost + admissible lower bound of what is left
     fixed: int = 0  # bit i: the fate of comps[i] at this layer is decided
-    queued: int = field(default=0)  # the push number of its live queue entries (0: not queued)
 
     @property
     def layer_done(self) -> bool:

@@ -86,10 +86,13 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
     messages = getattr(problem, "_messages", None)  # a tree before the codes (0ce4211 and older)
     deep_size(vars(problem.messages) if messages is None else messages, seen)
     deep_size(problem.topo, seen)
+    from dcmap_dist.search import linking
+
+    histories_of = getattr(linking, "histories_of", list)  # a tree before a record's histories were one run of bytes
     structures = [
         ("open branches", explorer.open_count(), [explorer.active, queue.by_cost, queue.by_layer]),
         ("link records", len(shard.entries), shard.entries),
-        ("histories", sum(len(items) for items in shard.histories.values()), shard.histories),
+        ("histories", sum(len(histories_of(held)) for held in shard.histories.values()), shard.histories),
         ("dominated", len(explorer.dominated), explorer.dominated),
         ("bound memo", len(problem.bound._known), problem.bound._known),
         ("cost memo", len(problem._costs), problem._costs),

@@ -27,7 +27,8 @@ from dcmap_dist.model.network import Network
 from dcmap_dist.search import explorer as explorer_module
 from dcmap_dist.search.audit import AuditError
 from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.search.linking import LinkShard, route
+from dcmap_dist.search.linking import (CHEAPER, NEW, TIE, WORSE, LinkShard, first_history, histories_of, history_fields,
+                                       route, trail_count)
 from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 from search_costs import random_network
@@ -219,3 +220,31 @@ def test_a_completed_layers_key_holds_the_branchs_own_frontier(key):
     if key == "lean":
         outsides = [x for stored in keys for x in stored[2][1::2]]
         assert len({id(x) for x in outsides}) == len(set(outsides)) < len(outsides)
+
+
+def test_a_records_histories_are_kept_in_order_and_read_back():
+    # a record's histories are one run of bytes (docs/search.md, "Tied histories"): every
+    # tie is kept, in order, with its iteration and trail (masks of any width, none too),
+    # a copy handed out stays as it was, and a cheaper arrival starts a new record
+    shard = LinkShard(1)
+    trails = [(None,), (None, 1 << 70, 5), (None, 0b1011), (None, 3, (1 << 200) - 1, 1)]
+    assert shard.settle(("key",), 4.0, trails[0], 10)[0] == NEW
+    record = shard.entries[("key",)].record
+    copy = shard.lookup({record})[record]
+    for iteration, trail in enumerate(trails[1:], 11):
+        assert shard.settle(("key",), 4.0, trail, iteration) == (TIE, record, None)
+    assert shard.settle(("key",), 4.5, (None, 9), 20) == (WORSE, record, None)
+    assert [history_fields(data) for data in histories_of(shard.histories[record])] == list(enumerate(trails, 10))
+    assert histories_of(copy) == [first_history(shard.histories[record])]
+    assert history_fields(first_history(shard.histories[record])) == (10, trails[0])
+    outcome, newer, dominated = shard.settle(("key",), 3.0, (None, 2), 30)
+    assert (outcome, dominated) == (CHEAPER, record) and histories_of(shard.histories[newer]) == \
+        [first_history(shard.histories[newer])]
+    # a tie through this record counts once per history of every record on its way
+    shard.settle(("other",), 1.0, (None,), 31)
+    other = shard.entries[("other",)].record
+    shard.settle(("next",), 2.0, (record, 4), 32)
+    shard.settle(("next",), 2.0, (other,), 33)
+    later = shard.entries[("next",)].record
+    assert [history_fields(data)[1] for data in histories_of(shard.histories[later])] == [(record, 4), (other,)]
+    assert trail_count((later,), shard.histories) == len(trails) + 1

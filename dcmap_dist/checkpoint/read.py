@@ -178,9 +178,11 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
         if row["component"] != last:
             raise ValueError(f"links.arrow: a record of component {row['component']}, not {last}")
         state(last, "links").entries[columns_key(row, kind, messages.__getitem__)] = Entry(row["best"], row["record"])
-    for row in _rows(tables["histories"]):
-        state(row["component"], "histories").histories.setdefault(row["record"], []).append(
-            history(row["iteration"], _trail(row["trail_record"], row["trail_joins"])))
+    for row in _rows(tables["histories"]):  # a record's histories grow in place, then are frozen
+        held = state(row["component"], "histories").histories.setdefault(row["record"], bytearray())
+        held += history(row["iteration"], _trail(row["trail_record"], row["trail_joins"]))
+    for searched in found.states.values():
+        searched.histories = {record: bytes(held) for record, held in searched.histories.items()}
     for row in _rows(tables["dominated"]):
         state(row["component"], "dominated").dominated.add(row["record"])
     return found

@@ -165,7 +165,7 @@ class Checkpointer:
         self.kind = settings["link_key"]
         self.messages = MessageCodes(network, node_set_messages(model))  # what the search holds: codes
         self.finished: list[dict[str, Any]] = []
-        self.finished_histories: list[dict[int, list]] = []
+        self.finished_histories: list[dict[int, bytes]] = []
         self.component = 0
         self.solve_trace: list[dict[str, Any]] = []  # the solve's anytime trace (shared with it)
         self.solve_bounds: list[dict[str, float]] = []  # and its lower bound samples

@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..search.linking import History, history_fields
+from ..search.linking import Histories, histories_of, history_fields
 from ..search.problem import Branch
 from ..search.state import SearchState
 from .arrow import (BATCH_ROWS, DIGESTS, FAULT_VARIABLE, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, digest,
@@ -95,9 +95,9 @@ def state_rows(component: int, state: SearchState, kind: str,
         yield "dominated", {"component": component, "record": record}
 
 
-def history_rows(component: int, histories: dict[int, list[History]]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for record, items in histories.items():
-        for data in items:
+def history_rows(component: int, histories: dict[int, Histories]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for record, held in histories.items():
+        for data in histories_of(held):
             iteration, trail = history_fields(data)
             yield "histories", {"component": component, "record": record, "iteration": iteration,
                                 "trail_record": trail[0], "trail_joins": _joins(trail)}

@@ -19,10 +19,11 @@ messages, and the digest reads only the ints). A digest only routes a key;
 equality is decided by the shard's dict, exactly.
 
 A *trail* is ``(record id or None, join mask, ...)``: the branch's history since
-its last link record (``None``: since the root). ``histories[record]`` lists a
+its last link record (``None``: since the root). ``histories[record]`` holds a
 *history* for every branch that reached the record at its best cost: the iteration it
-was found at and its trail, as one ``bytes`` record (:func:`history`: millions of them
-are kept).
+was found at and its trail, as bytes (:func:`history`). Millions of them are kept, so a
+record's histories are one run of bytes, one history after another (``bytes``, then a
+``bytearray`` from its first tie on), read back with :func:`histories_of`.
 """
 
 from __future__ import annotations
@@ -34,42 +35,64 @@ from dataclasses import dataclass
 from .problem import within
 
 NEW, CHEAPER, TIE, WORSE = "new", "cheaper", "tie", "worse"
-History = bytes  # see history()
-_HISTORY_HEAD = struct.Struct("<qq")  # iteration found, previous record (-1: the root)
+History = bytes  # one history: see history()
+Histories = bytes | bytearray  # a record's histories, one after another: see histories_of()
+# bytes of the whole history, iteration found, previous record (-1: the root)
+_HISTORY_HEAD = struct.Struct("<Iqq")
 _MASK_SIZE = struct.Struct("<H")  # bytes of a join mask that follows
 Improvement = tuple[int, float, float, tuple]  # (iteration, seconds, cost, trail of the mapping)
 
 
 def history(iteration: int, trail: tuple) -> History:
-    """A history as bytes: the iteration and the trail's record as two little-endian
-    int64 (-1: the root), then each join mask as its length in bytes (uint16) and its
-    little-endian bytes."""
+    """A history as bytes: its own length (uint32), then the iteration and the trail's
+    record as two little-endian int64 (-1: the root), then each join mask as its length
+    in bytes (uint16) and its little-endian bytes. The length lets a record keep its
+    histories one after another."""
     record = trail[0]
-    pieces = [_HISTORY_HEAD.pack(iteration, -1 if record is None else record)]
+    pieces = [b""]
+    size = _HISTORY_HEAD.size
     for mask in trail[1:]:
-        size = (mask.bit_length() + 7) >> 3
-        pieces.append(_MASK_SIZE.pack(size))
-        pieces.append(mask.to_bytes(size, "little"))
+        length = (mask.bit_length() + 7) >> 3
+        pieces.append(_MASK_SIZE.pack(length))
+        pieces.append(mask.to_bytes(length, "little"))
+        size += _MASK_SIZE.size + length
+    pieces[0] = _HISTORY_HEAD.pack(size, iteration, -1 if record is None else record)
     return b"".join(pieces)
 
 
 def history_fields(data: History) -> tuple[int, tuple]:
     """The inverse of :func:`history`: ``(iteration, trail)``."""
-    iteration, record = _HISTORY_HEAD.unpack_from(data)
+    size, iteration, record = _HISTORY_HEAD.unpack_from(data)
     trail: list = [None if record < 0 else record]
     at = _HISTORY_HEAD.size
-    while at < len(data):
-        size = _MASK_SIZE.unpack_from(data, at)[0]
+    while at < size:
+        length = _MASK_SIZE.unpack_from(data, at)[0]
         at += _MASK_SIZE.size
-        trail.append(int.from_bytes(data[at:at + size], "little"))
-        at += size
+        trail.append(int.from_bytes(data[at:at + length], "little"))
+        at += length
     return iteration, tuple(trail)
 
 
 def history_record(data: History) -> int | None:
     """The record a history's trail starts from (None: the root)."""
-    record = _HISTORY_HEAD.unpack_from(data)[1]
+    record = _HISTORY_HEAD.unpack_from(data)[2]
     return None if record < 0 else record
+
+
+def histories_of(held: Histories) -> list[History]:
+    """A record's histories, in the order they arrived (the first made the record)."""
+    found = []
+    at = 0
+    while at < len(held):
+        size = _HISTORY_HEAD.unpack_from(held, at)[0]
+        found.append(bytes(held[at:at + size]))
+        at += size
+    return found
+
+
+def first_history(held: Histories) -> History:
+    """A record's first history: the arrival that made the record (the others are ties)."""
+    return bytes(held[:_HISTORY_HEAD.unpack_from(held)[0]])
 
 
 class MissingRecord(LookupError):
@@ -113,7 +136,7 @@ class LinkShard:
     def __init__(self, owner: int) -> None:
         self.owner = owner
         self.entries: dict[tuple, Entry] = {}
-        self.histories: dict[int, list[History]] = {}
+        self.histories: dict[int, Histories] = {}
         self._serial = 0
 
     def settle(self, key: tuple, cost: float, trail: tuple, iteration: int) -> tuple[str, int, int | None]:
@@ -125,7 +148,10 @@ class LinkShard:
         if entry is not None:
             if within(entry.best, cost):  # not cheaper
                 if within(cost, entry.best):
-                    self.histories[entry.record].append(history(iteration, trail))
+                    held = self.histories[entry.record]
+                    if type(held) is bytes:  # its first tie: from now on it grows in place
+                        held = self.histories[entry.record] = bytearray(held)
+                    held += history(iteration, trail)
                     entry.best = min(entry.best, cost)
                     return TIE, entry.record, None
                 return WORSE, entry.record, None
@@ -133,36 +159,36 @@ class LinkShard:
         self._serial += 1
         record = record_id(self.owner, self._serial)
         self.entries[key] = Entry(cost, record)
-        self.histories[record] = [history(iteration, trail)]
+        self.histories[record] = history(iteration, trail)
         return (NEW if dominated is None else CHEAPER), record, dominated
 
-    def lookup(self, records: Iterable[int]) -> dict[int, list[History]]:
-        """The histories of those of ``records`` this shard holds (copies: a worker answers
-        while its search may add ties)."""
-        return {r: list(self.histories[r]) for r in records if r in self.histories}
+    def lookup(self, records: Iterable[int]) -> dict[int, Histories]:
+        """The histories of those of ``records`` this shard holds (as ``bytes``, copies: a
+        worker answers while its search may add ties)."""
+        return {r: bytes(self.histories[r]) for r in records if r in self.histories}
 
 
-def gather_histories(trails: Iterable[tuple], fetch: Callable[[set[int]], dict[int, list[History]]],
-                     first: bool = False) -> dict[int, list[History]]:
+def gather_histories(trails: Iterable[tuple], fetch: Callable[[set[int]], dict[int, Histories]],
+                     first: bool = False) -> dict[int, Histories]:
     """Every history reachable from ``trails``, fetched layer by layer: ``fetch(records)``
     returns the histories of the records (from one shard or from all of them). With
     ``first``, only each record's first history, the path :func:`trail_path` follows, and
     a record no shard holds (lost with a worker) is left out for ``trail_path`` to report
     instead of raising here."""
-    found: dict[int, list[History]] = {}
+    found: dict[int, Histories] = {}
     wanted = {trail[0] for trail in trails if trail[0] is not None}
     while wanted:
         got = fetch(wanted)
         if first:
-            got = {record: histories[:1] for record, histories in got.items()}
+            got = {record: first_history(held) for record, held in got.items()}
         elif missing := wanted - got.keys():
             raise MissingRecord(f"link records {sorted(missing)[:5]} are held by no shard")
         found.update(got)
-        wanted = {history_record(data) for histories in got.values() for data in histories} - {None} - found.keys()
+        wanted = {history_record(data) for held in got.values() for data in histories_of(held)} - {None} - found.keys()
     return found
 
 
-def trail_joins(trail: tuple, histories: dict[int, list[History]]) -> Iterator[tuple[tuple[int, ...], int]]:
+def trail_joins(trail: tuple, histories: dict[int, Histories]) -> Iterator[tuple[tuple[int, ...], int]]:
     """Every mapping a trail stands for, as (join masks, iteration found)."""
     stack: list[tuple[tuple, tuple[int, ...], int]] = [(trail, (), 0)]
     while stack:
@@ -171,12 +197,12 @@ def trail_joins(trail: tuple, histories: dict[int, list[History]]) -> Iterator[t
         if record is None:
             yield joins, found
         else:
-            for data in histories[record]:
+            for data in histories_of(histories[record]):
                 iteration, prefix = history_fields(data)
                 stack.append((prefix, joins, max(found, iteration)))
 
 
-def trail_path(trail: tuple, fetch: Callable[[set[int]], dict[int, list[History]]]) -> tuple[int, ...]:
+def trail_path(trail: tuple, fetch: Callable[[set[int]], dict[int, Histories]]) -> tuple[int, ...]:
     """The join masks of the one mapping a branch itself followed to ``trail``: each
     record's first history is the arrival that made the record (later ones are ties)."""
     joins: tuple[int, ...] = ()
@@ -188,19 +214,20 @@ def trail_path(trail: tuple, fetch: Callable[[set[int]], dict[int, list[History]
         got = fetch({record})
         if record not in got:
             raise MissingRecord(f"link record {record} is held by no shard")
-        trail = history_fields(got[record][0])[1]
+        trail = history_fields(first_history(got[record]))[1]
 
 
-def trail_count(trail: tuple, histories: dict[int, list[History]], memo: dict[int, int] | None = None) -> int:
+def trail_count(trail: tuple, histories: dict[int, Histories], memo: dict[int, int] | None = None) -> int:
     """How many mappings a trail stands for, without listing them."""
     return _record_count(trail[0], histories, {} if memo is None else memo)
 
 
-def _record_count(record: int | None, histories: dict[int, list[History]], memo: dict[int, int]) -> int:
+def _record_count(record: int | None, histories: dict[int, Histories], memo: dict[int, int]) -> int:
     """How many mappings the trails through ``record`` stand for (1 for the root)."""
     if record is None:
         return 1
     got = memo.get(record)
     if got is None:
-        got = memo[record] = sum(_record_count(history_record(data), histories, memo) for data in histories[record])
+        got = memo[record] = sum(_record_count(history_record(data), histories, memo)
+                                 for data in histories_of(histories[record]))
     return got

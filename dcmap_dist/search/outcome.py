@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..limits import StopReason
-from .linking import Entry, History, Improvement, MissingRecord, gather_histories, trail_path
+from .linking import Entry, Histories, Improvement, MissingRecord, gather_histories, trail_path
 from .problem import Branch, Problem, joins_to_clusters, within
 from .state import SearchState
 
@@ -35,7 +35,7 @@ class SearchOutcome:
     peak_memory_mb: float = 0.0
     link_records: int = 0
     lower_bound: float = 0.0  # proven: no mapping costs less (the best cost once proven)
-    histories: dict[int, list[History]] = field(default_factory=dict)
+    histories: dict[int, Histories] = field(default_factory=dict)
     statistics: dict[str, Any] = field(default_factory=dict)  # the distributed search's figures
     # the search's first mapping (trail, cost): once proven it is also among ``trails``'
     # mappings if optimal, but it was known from iteration 0
@@ -57,7 +57,7 @@ class Saver(Protocol):
 
 
 def announce(problem: Problem, improvements: list[Improvement], heard: int,
-             on_improvement: OnImprovement | None, fetch: Callable[[set[int]], dict[int, list[History]]],
+             on_improvement: OnImprovement | None, fetch: Callable[[set[int]], dict[int, Histories]],
              lost: bool = False) -> int:
     """Tell ``on_improvement`` of every improvement after the first ``heard``, with its
     mapping (rebuilt from its trail: ``fetch`` finds link records' histories); the
@@ -70,7 +70,7 @@ def announce(problem: Problem, improvements: list[Improvement], heard: int,
 
 
 def improvement_clusters(problem: Problem, trail: tuple | None,
-                         fetch: Callable[[set[int]], dict[int, list[History]]],
+                         fetch: Callable[[set[int]], dict[int, Histories]],
                          lost: bool = False) -> tuple[int, ...] | None:
     """The cluster masks of the mapping an improvement's trail reached (None: no trail,
     or, when ``lost`` allows it, a record of it was lost with a worker of a distributed
@@ -87,7 +87,7 @@ def improvement_clusters(problem: Problem, trail: tuple | None,
 
 def outcome(final: Entry | None, first: Branch, proven: bool, stop_reason: StopReason, iterations: int,
             improvements: list[Improvement], open_bound: float, peak_memory_mb: float,
-            fetch: Callable[[set[int]], dict[int, list[History]]], link_records: int,
+            fetch: Callable[[set[int]], dict[int, Histories]], link_records: int,
             statistics: dict[str, Any] | None = None) -> SearchOutcome:
     """The outcome of a DCMAP search from its final link table entry, its incumbent
     ``first`` and the least bound of its open branches; ``fetch`` finds histories."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .linking import Entry, History, Improvement
+from .linking import Entry, Histories, Improvement
 from .problem import Branch
 
 
@@ -20,7 +20,7 @@ class SearchState:
     branches: list[Branch] = field(default_factory=list)
     arrivals: list[tuple[tuple, Branch]] = field(default_factory=list)
     entries: dict[tuple, Entry] = field(default_factory=dict)
-    histories: dict[int, list[History]] = field(default_factory=dict)
+    histories: dict[int, Histories] = field(default_factory=dict)
     dominated: set[int] = field(default_factory=set)
 
 

@@ -72,7 +72,7 @@ class Coordinator(WorkerSteps, Snapshots):
         self.trace: list[Improvement] = list(resume.trace) if resume else []
         self.stats = [StepReport.before_first_step() for _ in range(self.size)]  # each worker's last step
         self.stop: StopReason | None = None
-        self.histories: dict[int, list] = {}  # every history the final entry reaches, once finished
+        self.histories: dict[int, bytes] = {}  # every history the final entry reaches, once finished
         # each worker's submitted steps (their result refs), oldest first: it runs them in order
         self.running: list[list[list[Any]]] = [[] for _ in range(self.size)]
         self.depth = QUEUED_STEPS if limits.max_iterations is None else 1  # caps need each step's end
@@ -242,7 +242,7 @@ class Coordinator(WorkerSteps, Snapshots):
             "link_table": self.settings["link_table"], **self.totals,
         }
 
-    def lookup(self, records: set[int]) -> dict[int, list]:
+    def lookup(self, records: set[int]) -> dict[int, bytes]:
         """Histories of ``records``: those :meth:`finish` gathered, the rest from every shard.
         If a worker has died, the search is recovered first, and the records made since
         the snapshot are missing from the answer (lost with the worker)."""
@@ -256,14 +256,14 @@ class Coordinator(WorkerSteps, Snapshots):
                 found.update(self._lookup(rest))
         return found
 
-    def paths(self, trails: list[tuple]) -> dict[int, list]:
+    def paths(self, trails: list[tuple]) -> dict[int, bytes]:
         """The first history of every record on the paths that ``trails`` followed,
         fetched for all of them at once (see :func:`linking.gather_histories`).
         Improvements' mappings are rebuilt from this in one call while the search runs,
         instead of a call per record that leaves the workers without steps meanwhile."""
         return gather_histories(trails, self.lookup, first=True)
 
-    def _lookup(self, records: set[int]) -> dict[int, list]:
+    def _lookup(self, records: set[int]) -> dict[int, bytes]:
         found = self.explorer.shard.lookup(records) if self.explorer.shard is not None else {}
         # answered between the expansions of a running step, not after the steps queued there
         calls = [w.lookup.options(concurrency_group=LOOKUPS).remote(records) for w in self.workers]

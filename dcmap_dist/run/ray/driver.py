@@ -292,7 +292,7 @@ class RaySearch:
         result = ray.get(self.handle.finish.remote())
         if result is None:
             return None
-        def fetch(records: set[int]) -> dict[int, list]:
+        def fetch(records: set[int]) -> dict[int, bytes]:
             return ray.get(self.handle.lookup.remote(records))
 
         found = outcome(result["final"], self.first, result["stop"] == StopReason.FINISHED, result["stop"],
@@ -333,9 +333,9 @@ class _Heard:
     def __init__(self, announced: float, first: Branch) -> None:
         self.announced = announced
         self.best: tuple[tuple, float] = (first.trail, first.cost)
-        self.known: dict[int, list] = {}
+        self.known: dict[int, bytes] = {}
 
-    def recall(self, records: set[int]) -> dict[int, list]:
+    def recall(self, records: set[int]) -> dict[int, bytes]:
         return {r: self.known[r] for r in records if r in self.known}
 
 

@@ -171,7 +171,7 @@ class Worker:
         """Take this worker's part of a resumed search (after :meth:`load`)."""
         self.explorer.load(part)
 
-    def lookup(self, records: set[int]) -> dict[int, list]:
+    def lookup(self, records: set[int]) -> dict[int, bytes]:
         """The histories of those of ``records`` this worker's shard holds; the coordinator
         calls it in a thread of its own, so it is answered while a step runs."""
         return self.explorer.shard.lookup(records) if self.explorer.shard is not None else {}

@@ -209,17 +209,18 @@ def test_a_key_reads_back_from_its_checkpoint_columns_as_itself(key, model):
 @pytest.mark.parametrize("key", ["lean", "full"])
 def test_a_completed_layers_key_holds_the_branchs_own_frontier(key):
     # the key shares the branch's frontier tuple (itself shared through the bound's memo:
-    # docs/search.md, "The search's state in memory"), and its outside masks are one
-    # object per value
+    # docs/search.md, "The search's state in memory"), and its shape is one object per value
     problem = Problem(random_network(3, 7, 9), DcmapCost(), "merge", key=key)
     records, _ = walk_tree(problem)
     done = [branch for branch, _, _ in records if branch.layer_done and branch.layer > 0]
     keys = [problem.link_key(branch) for branch in done]
     assert len(done) > 50
     assert all(stored[2 if key == "full" else 1] is branch.frontier for stored, branch in zip(keys, done))
-    if key == "lean":
-        outsides = [x for stored in keys for x in stored[2][1::2]]
-        assert len({id(x) for x in outsides}) == len(set(outsides)) < len(outsides)
+    if key == "lean":  # shapes, and the masks in them, are one object per value
+        shapes = [stored[2] for stored in keys]
+        assert len({id(x) for x in shapes}) == len(set(shapes)) < len(shapes)
+        masks = [x for shape in set(shapes) for x in shape]
+        assert len({id(x) for x in masks}) == len(set(masks)) < len(masks)
 
 
 def test_a_records_histories_are_kept_in_order_and_read_back():

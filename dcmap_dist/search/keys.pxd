@@ -6,6 +6,6 @@ from dcmap_dist.model.topology cimport Topology
 cdef class LinkKeys:
     cdef public Topology topo
     cdef public object kind, parents_of, closures, _reach, final
-    cdef public dict _outsides
+    cdef public dict _masks, _shapes
     cpdef object of(self, object branch)
     cpdef object _full(self, object branch, tuple comps, object fixed, tuple frontier)

@@ -31,7 +31,10 @@ class LinkKeys:
         # descendants of the unplaced nodes: the only placed nodes a future contiguity
         # check can reach
         self._reach = Memo(lambda rest: union_of(topo.desc, rest))
-        self._outsides: dict[int, int] = {}  # each outside mask a key holds, as its first object
+        # each union and outside mask, and each shape, a key holds, as its first object: the
+        # keys of a search repeat few distinct values of either
+        self._masks: dict[int, int] = {}
+        self._shapes: dict[tuple, tuple] = {}
         self.final = (topo.l_max, (), ()) if kind == "full" else (topo.l_max, (), (), 0)
 
     def of(self, branch: Any) -> tuple:
@@ -54,7 +57,8 @@ class LinkKeys:
         items, shape, blocked)``: ``items`` the cluster-layers (of a completed layer, the
         branch's sorted frontier itself; inside a layer, the parts' cluster-layers part
         after part), ``shape`` per part ``union, outside`` (``union`` its cluster-layers'
-        members; :func:`key_parts` reads the parts) and ``blocked`` one int, bit
+        members; :func:`key_parts` reads the parts; one object per value, as are its
+        masks) and ``blocked`` one int, bit
         ``i * parts + j`` for a pair of parts ``i < j`` that can never merge; ``full`` is
         ``(head, component masks, items)``, its head ``(layer, assigned, fixed)`` inside a
         layer (``fixed``: bit ``i`` for component ``i``).
@@ -103,14 +107,17 @@ class LinkKeys:
                         or descendants_i & outside[j] or descendants_j & outside_i):
                     blocked |= 1 << (i * count + j)
         reach = self._reach[rest]
-        outsides = self._outsides
         shape = []
         for part, out in zip(parts, outside):
             shape.append(part[5])
-            out &= reach
-            shape.append(outsides.setdefault(out, out))  # one object per value: keys repeat them
+            shape.append(out & reach)
+        shape = tuple(shape)
+        known_shape = self._shapes.get(shape)
+        if known_shape is None:
+            masks = self._masks
+            known_shape = self._shapes[shape] = tuple([masks.setdefault(mask, mask) for mask in shape])
         if branch.layer_done:  # the frontier itself, sorted, and shared with the branch
-            return layer, frontier, tuple(shape), blocked
+            return layer, frontier, known_shape, blocked
         grouped = []  # the parts' cluster-layers, part after part
         fixed = held = 0  # now over the sorted parts
         for i, (_, items, _, (_, _, _, layers_i), fixed_i, _) in enumerate(parts):
@@ -119,7 +126,7 @@ class LinkKeys:
                 fixed |= 1 << i
                 if layers_i >> layer & 1:  # only a fixed component holds a node of this layer
                     held |= 1 << i
-        return (layer, branch.assigned, fixed, held), tuple(grouped), tuple(shape), blocked
+        return (layer, branch.assigned, fixed, held), tuple(grouped), known_shape, blocked
 
     def _full(self, branch: Any, comps: tuple, fixed: int, frontier: tuple) -> tuple:
         """The ``full`` key of :meth:`of`, from the components (``fixed``: which are

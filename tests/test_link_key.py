@@ -237,6 +237,8 @@ def test_a_records_histories_are_kept_in_order_and_read_back():
     assert shard.settle(("key",), 4.5, (None, 9), 20) == (WORSE, record, None)
     assert [history_fields(data) for data in histories_of(shard.histories[record])] == list(enumerate(trails, 10))
     assert histories_of(copy) == [first_history(shard.histories[record])]
+    assert shard.held({record, 12345}) == {record: shard.histories[record]}  # the search's own thread: no copies
+    assert shard.held({record})[record] is shard.histories[record]
     assert history_fields(first_history(shard.histories[record])) == (10, trails[0])
     outcome, newer, dominated = shard.settle(("key",), 3.0, (None, 2), 30)
     assert (outcome, dominated) == (CHEAPER, record) and histories_of(shard.histories[newer]) == \

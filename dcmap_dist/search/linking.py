@@ -163,9 +163,15 @@ class LinkShard:
         return (NEW if dominated is None else CHEAPER), record, dominated
 
     def lookup(self, records: Iterable[int]) -> dict[int, Histories]:
-        """The histories of those of ``records`` this shard holds (as ``bytes``, copies: a
-        worker answers while its search may add ties)."""
+        """The histories of those of ``records`` this shard holds, as ``bytes`` copies: a
+        worker answers in a thread of its own while its search may add ties."""
         return {r: bytes(self.histories[r]) for r in records if r in self.histories}
+
+    def held(self, records: Iterable[int]) -> dict[int, Histories]:
+        """The histories of those of ``records`` this shard holds, its own objects: for the
+        thread that runs the search (the end of a search gathers nearly every record, and
+        copies would hold its histories twice)."""
+        return {r: self.histories[r] for r in records if r in self.histories}
 
 
 def gather_histories(trails: Iterable[tuple], fetch: Callable[[set[int]], dict[int, Histories]],

@@ -221,6 +221,8 @@ def test_a_completed_layers_key_holds_the_branchs_own_frontier(key):
         assert len({id(x) for x in shapes}) == len(set(shapes)) < len(shapes)
         masks = [x for shape in set(shapes) for x in shape]
         assert len({id(x) for x in masks}) == len(set(masks)) < len(masks)
+        kept = problem.keys._shapes  # each shape once, as its own key
+        assert len(kept) == len(set(shapes)) and all(key is value for key, value in kept.items())
 
 
 def test_a_records_histories_are_kept_in_order_and_read_back():

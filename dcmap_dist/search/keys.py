@@ -113,9 +113,10 @@ class LinkKeys:
             shape.append(out & reach)
         shape = tuple(shape)
         known_shape = self._shapes.get(shape)
-        if known_shape is None:
+        if known_shape is None:  # kept once, as its own key, of masks kept once
             masks = self._masks
-            known_shape = self._shapes[shape] = tuple([masks.setdefault(mask, mask) for mask in shape])
+            known_shape = tuple([masks.setdefault(mask, mask) for mask in shape])
+            self._shapes[known_shape] = known_shape
         if branch.layer_done:  # the frontier itself, sorted, and shared with the branch
             return layer, frontier, known_shape, blocked
         grouped = []  # the parts' cluster-layers, part after part

@@ -84,13 +84,8 @@ def combine(network: Network, model: CostModel, settings: dict[str, Any], proble
         found, count = optimal_mappings(problem, settings["method"], outcome, max_solutions, has_room, audit)
         counts.append(count)
         singletons = sorted([x] for x in problem.network.nodes) if settings["method"] == "dcmap" else None
-        part = []
-        found.reverse()  # taken from the end, in order: each mapping's masks go as its names come
-        while found:
-            clusters, cost, it = found.pop()
-            names = mapping_names(problem.topo, clusters)
-            part.append((names, cost, 0 if names == singletons else offset + it))
-        parts.append(part)
+        part = [(mapping_names(problem.topo, c), cost, offset + it) for c, cost, it in found]
+        parts.append([(names, cost, 0 if names == singletons else it) for names, cost, it in part])
         per_component.append({
             "nodes": len(problem.network.nodes), "names": [network.label(x) for x in problem.network.nodes],
             "optimal_cost": outcome.best_cost,

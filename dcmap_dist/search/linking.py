@@ -81,11 +81,12 @@ def history_record(data: History) -> int | None:
 
 def histories_of(held: Histories) -> list[History]:
     """A record's histories, in the order they arrived (the first made the record)."""
+    run = bytes(held)  # a bytearray copied once (bytes is itself): its slices are then bytes
     found = []
     at = 0
-    while at < len(held):
-        size = _HISTORY_HEAD.unpack_from(held, at)[0]
-        found.append(bytes(held[at:at + size]))
+    while at < len(run):
+        size = _HISTORY_HEAD.unpack_from(run, at)[0]
+        found.append(run[at:at + size])
         at += size
     return found
 

@@ -66,6 +66,7 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
     from dcmap_dist.io.load import load_network
     from dcmap_dist.limits import Limits, memory_mb
     from dcmap_dist.run.serial import SerialSearch
+    from dcmap_dist.search import linking
     from dcmap_dist.search.problem import Problem
 
     if label.startswith("seagrass-"):
@@ -86,8 +87,6 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
     messages = getattr(problem, "_messages", None)  # a tree before the codes (0ce4211 and older)
     deep_size(vars(problem.messages) if messages is None else messages, seen)
     deep_size(problem.topo, seen)
-    from dcmap_dist.search import linking
-
     histories_of = getattr(linking, "histories_of", list)  # a tree before a record's histories were one run of bytes
     structures = [
         ("open branches", explorer.open_count(), [explorer.active, queue.by_cost, queue.by_layer]),

@@ -19,7 +19,8 @@ from collections import Counter
 
 import pytest
 
-from dcmap_dist.checkpoint.codec import columns_key, key_columns, mask_bytes
+from dcmap_dist.checkpoint.codec import columns_key
+from dcmap_dist.checkpoint.write import Messages, link_batch
 from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.cost.user import FunctionCost
 from dcmap_dist.limits import Limits, Stopwatch
@@ -167,25 +168,12 @@ def test_route_is_the_same_in_every_process_and_spreads_keys(tmp_path, key):
     assert min(shares) > 0.15 and max(shares) < 0.35, shares
 
 
-class _Numbered(dict):
-    """Message -> its number, numbering a new one (as the checkpoint writer does)."""
-
-    def __missing__(self, message):
-        self[message] = len(self)
-        return self[message]
-
-
-class _MaskBytes(dict):
-    def __missing__(self, mask):
-        return mask_bytes(mask)
-
-
 @pytest.mark.parametrize("key", ["lean", "full"])
 @pytest.mark.parametrize("model", ["dcmap", "tuples"], ids=["codes", "user-messages"])
 def test_a_key_reads_back_from_its_checkpoint_columns_as_itself(key, model):
-    # checkpoints store keys in named columns (checkpoint/codec.py): every key of a search,
-    # inside a layer and at completed ones (whose cluster-layers are the branch's frontier
-    # itself, sorted), must read back equal, or a resumed search would link less
+    # checkpoints store keys in named columns (checkpoint/write.py, checkpoint/codec.py): every
+    # key of a search, inside a layer and at completed ones (whose cluster-layers are the
+    # branch's frontier itself, sorted), must read back equal, or a resumed search would link less
     cost = DcmapCost() if model == "dcmap" else FunctionCost(lambda ctx: (small_int_cost(ctx), tuple(ctx.nodes)))
     seen = Counter()
     for seed in range(8):
@@ -194,11 +182,14 @@ def test_a_key_reads_back_from_its_checkpoint_columns_as_itself(key, model):
         root = problem.root()
         explorer.receive([(problem.link_key(root), root)])
         explorer.step(Stopwatch(Limits()), max_iterations=1500)
-        ids = _Numbered()
-        for stored in explorer.shard.entries:
-            row = key_columns(stored, key, ids, _MaskBytes())
-            numbers = {number: message for message, number in ids.items()}
+        messages = Messages(lambda held: held)
+        entries = list(explorer.shard.entries.items())
+        rows = link_batch(7, entries, key, messages).to_pylist()
+        numbers = {number: message for message, number in messages.ids.items()}
+        assert len(rows) == len(entries)
+        for row, (stored, entry) in zip(rows, entries):
             assert columns_key(row, key, numbers.__getitem__) == stored
+            assert (row["component"], row["best"], row["record"]) == (7, entry.best, entry.record)
             inside = isinstance(stored[0], tuple)
             items = stored[2 if key == "full" else 1]
             assert inside or list(items) == sorted(items)

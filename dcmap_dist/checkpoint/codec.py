@@ -9,7 +9,8 @@
   :func:`encode_message` returns None and the checkpoint stores a pickle instead,
   which is read back only when the user says they trust the folder.
 * **Link keys** (:meth:`~dcmap_dist.search.problem.Problem.link_key`) as nested Arrow columns of masks,
-  integers and message ids (:data:`KEY_FIELDS`), both the ``lean`` and the ``full`` key.
+  integers and message ids (:data:`KEY_FIELDS`), both the ``lean`` and the ``full`` key
+  (written by :func:`~dcmap_dist.checkpoint.write.link_batch`, read by :func:`columns_key`).
 
 Decoding checks the shape of what it reads and raises ValueError naming what is wrong.
 """
@@ -17,15 +18,13 @@ Decoding checks the shape of what it reads and raises ValueError naming what is 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import pyarrow as pa
 
-from ..model.topology import bits
-from ..search.keys import key_parts
 
-__all__ = ["encode_message", "decode_message", "KEY_FIELDS", "key_columns", "columns_key",
+__all__ = ["encode_message", "decode_message", "KEY_FIELDS", "columns_key",
            "mask_bytes", "bytes_mask"]
 
 MAX_DEPTH = 64  # nesting of a message (a deeper one is stored as a pickle)
@@ -104,42 +103,10 @@ KEY_FIELDS = [  # the columns of a link key (the links table adds component, bes
 ]
 
 
-_EMPTY_KEY = dict.fromkeys(name for name, _ in KEY_FIELDS)
-
-
-def key_columns(key: tuple, kind: str, ids: Mapping[Hashable, int], masks: Mapping[int, bytes]) -> dict[str, Any]:
-    """A link key of kind ``lean`` or ``full`` (:meth:`~dcmap_dist.search.problem.Problem.link_key`)
-    as the values of :data:`KEY_FIELDS`; ``ids[message]`` numbers its messages and
-    ``masks[mask]`` gives a mask's bytes (:func:`mask_bytes`; mappings that remember, for a
-    write of millions of keys). The columns name every pair and flag that the key packs
-    into bits."""
-    head = key[0]
-    row: dict[str, Any] = dict(_EMPTY_KEY)
-    fixed = 0
-    if isinstance(head, tuple):
-        row["layer"], row["assigned"] = head[0], masks[head[1]]
-        if kind == "lean":
-            row["fixed"], row["held"] = masks[head[2]], masks[head[3]]
-        else:
-            fixed = head[2]
-    else:
-        row["layer"] = head
-    if kind == "lean":
-        parts = key_parts(key)
-        row["parts"] = [{"frontier": [{"members": masks[members], "message": ids[message]}
-                                      for members, message in items],
-                         "outside": masks[outside]} for outside, items in parts]
-        count = len(parts)
-        row["blocked"] = [{"first": bit // count, "second": bit % count} for bit in bits(key[3])]
-    else:
-        row["comps"] = comp_rows(key[1], fixed, masks)
-        row["cls"] = [{"members": masks[members], "message": ids[message]} for members, message in key[2]]
-    return row
-
-
 def columns_key(row: dict[str, Any], kind: str, message: Callable[[int], Hashable]) -> tuple:
-    """The inverse of :func:`key_columns` (``message`` looks an id up); ValueError if the
-    row does not hold a key of that kind."""
+    """A link key of kind ``lean`` or ``full`` from its row of the ``links`` table, as
+    :func:`~dcmap_dist.checkpoint.write.link_batch` writes it (``message`` looks an id
+    up); ValueError if the row does not hold a key of that kind."""
     try:
         layer = row["layer"]
         inside = row["assigned"] is not None
@@ -175,14 +142,9 @@ def columns_key(row: dict[str, Any], kind: str, message: Callable[[int], Hashabl
         raise ValueError(f"not a {kind} link key ({type(exc).__name__}: {exc})") from None
 
 
-def comp_rows(comps: tuple[int, ...], fixed: int, masks: Mapping[int, bytes]) -> list[dict[str, Any]]:
-    """Open components (member masks; bit ``i`` of ``fixed``: component ``i`` is fixed) as
-    the rows of a ``comps`` column, ``{members, fixed}``: a branch's and a full key's."""
-    return [{"members": masks[m], "fixed": bool(fixed >> i & 1)} for i, m in enumerate(comps)]
-
-
 def rows_comps(rows: list[dict[str, Any]]) -> tuple[tuple[int, ...], int]:
-    """The inverse of :func:`comp_rows`: the member masks and the fixed bits."""
+    """Open components from the rows of a ``comps`` column, ``{members, fixed}`` (a
+    branch's and a full key's): the member masks and the fixed bits."""
     return tuple(bytes_mask(c["members"]) for c in rows), sum(1 << i for i, c in enumerate(rows) if c["fixed"])
 
 

@@ -24,7 +24,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ from ..search.problem import Problem, joins_to_clusters, within
 from ..search.state import Resumption, SearchState, plain_trace, resumption, trace_from_plain, write_size
 from .arrow import POINTER, CheckpointError, generations
 from .read import read_checkpoint
-from .write import Messages, history_rows, state_rows, write_checkpoint
+from .write import Batches, Messages, history_batches, state_batches, write_checkpoint
 
 CHECKPOINT_EVERY = 600.0  # default seconds between checkpoints
 # what must agree between a checkpoint and the search resuming it
@@ -194,16 +194,16 @@ class Checkpointer:
         messages = Messages(self.messages.value)
         size = 0  # of the parts, streamed one at a time
 
-        def part_rows(part: SearchState) -> Iterator[tuple[str, dict[str, Any]]]:
+        def part_batches(part: SearchState) -> Batches:
             nonlocal size
             size += write_size(len(part.branches) + len(part.arrivals), len(part.entries))
-            return state_rows(self.component, part, self.kind, messages)
+            return state_batches(self.component, part, self.kind, messages)
 
-        rows = itertools.chain(
-            (row for k, histories in enumerate(self.finished_histories) for row in history_rows(k, histories)),
-            (row for part in parts for row in part_rows(part)),
+        batches = itertools.chain(
+            (batch for k, histories in enumerate(self.finished_histories) for batch in history_batches(k, histories)),
+            (batch for part in parts for batch in part_batches(part)),
         )
-        write_checkpoint(self.directory, metadata, rows, messages)
+        write_checkpoint(self.directory, metadata, batches, messages)
         took = time.monotonic() - start
         self.seconds_per_unit = max(SECONDS_PER_UNIT / 10, took / max(1, size))
         self.written += 1

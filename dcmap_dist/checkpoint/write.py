@@ -1,25 +1,31 @@
-"""Writing a checkpoint generation (the format is :mod:`dcmap_dist.checkpoint.arrow`): the
-rows of a search's state, streamed in batches into Arrow files of a temporary folder,
-every file fsynced and digested, the folder renamed and ``LATEST`` replaced atomically."""
+"""Writing a checkpoint generation (the format is :mod:`dcmap_dist.checkpoint.arrow`): a
+search's state turned into Arrow record batches column by column, streamed into Arrow
+files of a temporary folder, every file fsynced and digested, the folder renamed and
+``LATEST`` replaced atomically."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pickle
 import shutil
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from ..search.linking import Histories, histories_of, history_fields
+from ..search.keys import key_parts
+from ..search.linking import Entry, Histories, history_parts
 from ..search.problem import Branch
 from ..search.state import SearchState
 from .arrow import (BATCH_ROWS, DIGESTS, FAULT_VARIABLE, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, digest,
                     generations)
-from .codec import comp_rows, encode_message, key_columns, mask_bytes
+from .codec import encode_message, mask_bytes
+
+Batches = Iterator[tuple[str, pa.RecordBatch]]  # (table, a batch of its rows)
 
 
 class _Numbered(dict):
@@ -51,61 +57,204 @@ class Messages:
         self.masks: dict[int, bytes] = _Bytes()
         self.pickled = False
 
-    def id(self, message: Hashable) -> int:
-        return self.ids[message]
-
-    def rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def batch(self) -> pa.RecordBatch:
+        """The ``messages`` table: every message numbered so far."""
+        rows = []
         for held, number in self.ids.items():
             message = self.value(held)
             text = encode_message(message)
             if text is None:
                 self.pickled = True
-                yield "messages", {"id": number, "codec": "pickle", "value": pickle.dumps(message, protocol=5)}
+                rows.append({"id": number, "codec": "pickle", "value": pickle.dumps(message, protocol=5)})
             else:
-                yield "messages", {"id": number, "codec": "plain", "value": text.encode()}
+                rows.append({"id": number, "codec": "plain", "value": text.encode()})
+        return pa.RecordBatch.from_pylist(rows, schema=SCHEMAS["messages"])
 
 
-# -- values -> rows ---------------------------------------------------------------------
-def _branch_row(component: int, branch: Branch, arrival: bool, messages: Messages) -> dict[str, Any]:
-    masks, ids = messages.masks, messages.ids
-    return {
-        "component": component, "arrival": arrival,
-        "layer": branch.layer, "assigned": None if branch.assigned == -1 else masks[branch.assigned],
-        "comps": comp_rows(branch.comps, branch.fixed, masks),
-        "cls": [{"members": masks[m], "message": ids[msg]} for m, msg in branch.frontier],
-        "cost": branch.cost, "estimate": branch.estimate, "bound": branch.bound, "link": branch.link,
-        "trail_record": branch.trail[0], "trail_joins": _joins(branch.trail),
-    }
+# -- values -> columns -------------------------------------------------------------------
+class _Lists:
+    """A list column being built row by row: its offsets and its items, as one sequence
+    per field of a struct item (a field that is itself a list column, a nested
+    :class:`_Lists`) or one sequence of plain items."""
+
+    def __init__(self, kind: pa.ListType) -> None:
+        self.kind = kind
+        item = kind.value_type
+        fields = list(item) if pa.types.is_struct(item) else [pa.field("item", item)]
+        self.fields: list[Any] = [_Lists(f.type) if pa.types.is_list(f.type) else [] for f in fields]
+        self.offsets = [0]
+
+    @classmethod
+    def of(cls, table: str, column: str) -> _Lists:
+        return cls(SCHEMAS[table].field(column).type)
+
+    def __len__(self) -> int:  # rows so far (a nested list column's items)
+        return len(self.offsets) - 1
+
+    def end_row(self) -> None:
+        self.offsets.append(len(self.fields[0]))
+
+    def items(self, values: Iterable[Any]) -> None:
+        """A row of plain items."""
+        self.fields[0] += values
+        self.end_row()
+
+    def layers(self, items: Sequence[tuple[int, Hashable]], messages: Messages) -> None:
+        """A row of cluster-layers ``(members, message)``."""
+        if items:
+            members, held = zip(*items)
+            self.fields[0] += map(messages.masks.__getitem__, members)
+            self.fields[1] += map(messages.ids.__getitem__, held)
+        self.end_row()
+
+    def comps(self, comps: tuple[int, ...], fixed: int, messages: Messages) -> None:
+        """A row of open components (bit ``i`` of ``fixed``: component ``i`` is fixed)."""
+        self.fields[0] += map(messages.masks.__getitem__, comps)
+        self.fields[1] += [bool(fixed >> i & 1) for i in range(len(comps))] if fixed else [False] * len(comps)
+        self.end_row()
+
+    def array(self) -> pa.Array:
+        item = self.kind.value_type
+        if pa.types.is_struct(item):
+            values = pa.StructArray.from_arrays([_array(f.type, got) for f, got in zip(item, self.fields)],
+                                                fields=list(item))
+        else:
+            values = _array(item, self.fields[0])
+        return pa.ListArray.from_arrays(pa.array(self.offsets, pa.int32()), values, type=self.kind)
 
 
-def state_rows(component: int, state: SearchState, kind: str,
-               messages: Messages) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every row of ``state`` (link keys of kind ``kind``), as ``(table, row)``. An
-    arrival is stored as its branch: its key is the branch's own link key, recomputed
-    on resume."""
-    for branch in state.branches:
-        yield "branches", _branch_row(component, branch, False, messages)
-    for _, branch in state.arrivals:
-        yield "branches", _branch_row(component, branch, True, messages)
-    for key, entry in state.entries.items():
-        yield "links", {"component": component, **key_columns(key, kind, messages.ids, messages.masks),
-                        "best": entry.best, "record": entry.record}
-    yield from history_rows(component, state.histories)
-    for record in state.dominated:
-        yield "dominated", {"component": component, "record": record}
+def _array(kind: pa.DataType, values: Any) -> pa.Array:
+    """A column's values as an array: a :class:`_Lists`, numpy chunks or a plain list."""
+    if isinstance(values, _Lists):
+        return values.array()
+    if values and isinstance(values[0], np.ndarray):
+        return pa.array(np.concatenate(values), kind)
+    return pa.array(values, kind)
 
 
-def history_rows(component: int, histories: dict[int, Histories]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for record, held in histories.items():
-        for data in histories_of(held):
-            iteration, trail = history_fields(data)
-            yield "histories", {"component": component, "record": record, "iteration": iteration,
-                                "trail_record": trail[0], "trail_joins": _joins(trail)}
+def _batch(table: str, rows: int, columns: dict[str, Any]) -> pa.RecordBatch:
+    """A batch of ``table`` from its columns (see :func:`_array`); a column not given is
+    null in every row."""
+    schema = SCHEMAS[table]
+    arrays = [pa.array([None] * rows, f.type) if columns.get(f.name) is None else _array(f.type, columns[f.name])
+              for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _joins(trail: tuple) -> list[bytes]:
-    """A trail's join masks as bytes (mostly distinct: not remembered)."""
-    return [m.to_bytes((m.bit_length() + 7) // 8 or 1, "little") for m in trail[1:]]
+def _branch_batch(component: int, branches: Sequence[Branch], arrival: bool, messages: Messages) -> pa.RecordBatch:
+    masks = messages.masks
+    comps, layers, joins = (_Lists.of("branches", column) for column in ("comps", "cls", "trail_joins"))
+    for branch in branches:
+        comps.comps(branch.comps, branch.fixed, messages)
+        layers.layers(branch.frontier, messages)
+        joins.items(map(mask_bytes, branch.trail[1:]))
+    return _batch("branches", len(branches), {
+        "component": [component] * len(branches), "arrival": [arrival] * len(branches),
+        "layer": [b.layer for b in branches],
+        "assigned": [None if b.assigned == -1 else masks[b.assigned] for b in branches],
+        "comps": comps, "cls": layers,
+        "cost": [b.cost for b in branches], "estimate": [b.estimate for b in branches],
+        "bound": [b.bound for b in branches], "link": [b.link for b in branches],
+        "trail_record": [b.trail[0] for b in branches], "trail_joins": joins,
+    })
+
+
+def _set_bits(mask: int) -> np.ndarray:
+    """Positions of the set bits of ``mask``, ascending (as :func:`topology.bits`, for
+    masks of hundreds of bits)."""
+    data = np.frombuffer(mask.to_bytes((mask.bit_length() + 7) // 8, "little"), np.uint8)
+    return np.flatnonzero(np.unpackbits(data, bitorder="little")).astype(np.int32)
+
+
+def link_batch(component: int, items: Sequence[tuple[tuple, Entry]], kind: str, messages: Messages) -> pa.RecordBatch:
+    """Link table entries ``(key, entry)``, keys of kind ``lean`` or ``full``
+    (:meth:`~dcmap_dist.search.problem.Problem.link_key`), as a batch of the ``links``
+    table: the key's columns (:data:`codec.KEY_FIELDS`) name every pair and flag that
+    the key packs into bits; :func:`codec.columns_key` reads a row back."""
+    masks = messages.masks
+    layer, assigned, fixed, held = [], [], [], []
+    parts, blocked = _Lists.of("links", "parts"), _Lists.of("links", "blocked")
+    comps, layers = _Lists.of("links", "comps"), _Lists.of("links", "cls")
+    for key, _ in items:
+        head = key[0]
+        inside = type(head) is tuple
+        layer.append(head[0] if inside else head)
+        assigned.append(masks[head[1]] if inside else None)
+        if kind == "full":
+            comps.comps(key[1], head[2] if inside else 0, messages)
+            layers.layers(key[2], messages)
+            continue
+        fixed.append(masks[head[2]] if inside else None)
+        held.append(masks[head[3]] if inside else None)
+        own = key_parts(key)
+        if own:  # each part's cluster-layers: a list column inside the parts
+            frontiers = parts.fields[0]
+            lengths = [len(part_layers) for _, part_layers in own]
+            frontiers.offsets += itertools.islice(itertools.accumulate(lengths, initial=frontiers.offsets[-1]), 1, None)
+            members, held_messages = zip(*[item for _, part_layers in own for item in part_layers])
+            frontiers.fields[0] += map(masks.__getitem__, members)
+            frontiers.fields[1] += map(messages.ids.__getitem__, held_messages)
+            parts.fields[1] += [masks[outside] for outside, _ in own]
+        parts.end_row()
+        pairs = 0
+        if key[3]:  # the blocked pairs, bit first * parts + second
+            first, second = np.divmod(_set_bits(key[3]), np.int32(len(own)))
+            blocked.fields[0].append(first)
+            blocked.fields[1].append(second)
+            pairs = len(first)
+        blocked.offsets.append(blocked.offsets[-1] + pairs)
+    columns = {"component": [component] * len(items), "layer": layer, "assigned": assigned,
+               "best": [entry.best for _, entry in items], "record": [entry.record for _, entry in items]}
+    if kind == "full":
+        columns.update(comps=comps, cls=layers)
+    else:
+        columns.update(fixed=fixed, held=held, parts=parts, blocked=blocked)
+    return _batch("links", len(items), columns)
+
+
+def _chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
+    """``items`` in lists of :data:`BATCH_ROWS` (the last one shorter)."""
+    items = iter(items)
+    while chunk := list(itertools.islice(items, BATCH_ROWS)):
+        yield chunk
+
+
+def state_batches(component: int, state: SearchState, kind: str, messages: Messages) -> Batches:
+    """Every row of ``state`` (link keys of kind ``kind``), in batches of up to
+    :data:`BATCH_ROWS` rows. An arrival is stored as its branch: its key is the branch's
+    own link key, recomputed on resume."""
+    for chunk in _chunks(state.branches):
+        yield "branches", _branch_batch(component, chunk, False, messages)
+    for chunk in _chunks(branch for _, branch in state.arrivals):
+        yield "branches", _branch_batch(component, chunk, True, messages)
+    for chunk in _chunks(state.entries.items()):
+        yield "links", link_batch(component, chunk, kind, messages)
+    yield from history_batches(component, state.histories)
+    for chunk in _chunks(state.dominated):
+        yield "dominated", _batch("dominated", len(chunk), {"component": [component] * len(chunk), "record": chunk})
+
+
+def history_batches(component: int, histories: dict[int, Histories]) -> Batches:
+    """The rows of the ``histories`` table of a component's link records, in batches of
+    about :data:`BATCH_ROWS` rows (a record's histories stay in one batch)."""
+    held_by = iter(histories.items())
+    while True:
+        records, iterations, previous, joins = [], [], [], _Lists.of("histories", "trail_joins")
+        flat, offsets = joins.fields[0], joins.offsets
+        for record, held in held_by:
+            for iteration, trail_record, masks in history_parts(held):
+                records.append(record)
+                iterations.append(iteration)
+                previous.append(trail_record)
+                flat += masks
+                offsets.append(len(flat))
+            if len(records) >= BATCH_ROWS:
+                break
+        if not records:
+            return
+        yield "histories", _batch("histories", len(records), {
+            "component": [component] * len(records), "record": records, "iteration": iterations,
+            "trail_record": previous, "trail_joins": joins})
 
 
 def _fault(step: str, generation: int) -> None:
@@ -124,10 +273,10 @@ def _fsync(path: Path) -> None:
 
 
 
-def write_checkpoint(directory: Path, metadata: dict[str, Any], rows: Iterable[tuple[str, dict[str, Any]]],
+def write_checkpoint(directory: Path, metadata: dict[str, Any], batches: Iterable[tuple[str, pa.RecordBatch]],
                      messages: Messages) -> Path:
-    """Write a new generation from ``rows`` (``(table, row)`` pairs, streamed in batches
-    so the state is never copied whole; their messages numbered by ``messages``) and
+    """Write a new generation from ``batches`` (``(table, batch)`` pairs, streamed so
+    the state is never copied whole; their messages numbered by ``messages``) and
     point ``LATEST`` at it; returns its folder."""
     directory.mkdir(parents=True, exist_ok=True)
     done = generations(directory)
@@ -137,28 +286,16 @@ def write_checkpoint(directory: Path, metadata: dict[str, Any], rows: Iterable[t
     tmp = directory / f".gen-{number:06d}.tmp"
     tmp.mkdir()
     writers = {name: pa.ipc.new_file(tmp / f"{name}.arrow", SCHEMAS[name]) for name in TABLES}
-    pending: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
     counts = dict.fromkeys(TABLES, 0)
-
-    def flush(name: str) -> None:
-        if pending[name]:
-            writers[name].write_batch(pa.RecordBatch.from_pylist(pending[name], schema=SCHEMAS[name]))
-            counts[name] += len(pending[name])
-            pending[name] = []
-            _fault(f"table-{name}", number)
-
-    def add(name: str, row: dict[str, Any]) -> None:
-        pending[name].append(row)
-        if len(pending[name]) >= BATCH_ROWS:
-            flush(name)
+    def write(name: str, batch: pa.RecordBatch) -> None:
+        writers[name].write_batch(batch)
+        counts[name] += batch.num_rows
+        _fault(f"table-{name}", number)
 
     try:
-        for name, row in rows:
-            add(name, row)
-        for name, row in messages.rows():  # last: the rows above numbered them
-            add(name, row)
-        for name in TABLES:
-            flush(name)
+        for name, batch in batches:
+            write(name, batch)
+        write("messages", messages.batch())  # last: the batches above numbered them
     finally:
         for writer in writers.values():
             writer.close()

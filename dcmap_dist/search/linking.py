@@ -62,15 +62,27 @@ def history(iteration: int, trail: tuple) -> History:
 
 def history_fields(data: History) -> tuple[int, tuple]:
     """The inverse of :func:`history`: ``(iteration, trail)``."""
-    size, iteration, record = _HISTORY_HEAD.unpack_from(data)
-    trail: list = [None if record < 0 else record]
-    at = _HISTORY_HEAD.size
-    while at < size:
-        length = _MASK_SIZE.unpack_from(data, at)[0]
-        at += _MASK_SIZE.size
-        trail.append(int.from_bytes(data[at:at + length], "little"))
-        at += length
-    return iteration, tuple(trail)
+    iteration, record, joins = next(history_parts(data))
+    return iteration, (record, *[int.from_bytes(join, "little") for join in joins])
+
+
+def history_parts(held: Histories) -> Iterator[tuple[int, int | None, list[bytes]]]:
+    """A record's histories as they are stored, in order: ``(iteration, the trail's record
+    or None, the trail's join masks as little-endian bytes)``. A join of no nodes reads as
+    one zero byte, as :func:`dcmap_dist.checkpoint.codec.mask_bytes` writes it."""
+    run = bytes(held)
+    at = 0
+    while at < len(run):
+        size, iteration, record = _HISTORY_HEAD.unpack_from(run, at)
+        end = at + size
+        at += _HISTORY_HEAD.size
+        joins = []
+        while at < end:
+            length = _MASK_SIZE.unpack_from(run, at)[0]
+            at += _MASK_SIZE.size
+            joins.append(run[at:at + length] or b"\0")
+            at += length
+        yield iteration, None if record < 0 else record, joins
 
 
 def history_record(data: History) -> int | None:

@@ -34,7 +34,7 @@ def test_an_entry_left_behind_does_not_hold_its_branch():
     for branch in branches:
         queue.push(branch)
     popped = {id(queue.pop(cheapest=True)) for _ in range(12)} | {id(queue.pop(cheapest=False)) for _ in range(6)}
-    held = [entry[2] for heap in (queue.by_cost, *queue.by_layer) for entry in heap]
+    held = [entry.branch for heap in (queue.by_cost, *queue.by_layer) for entry in heap]
     assert len(held) > queue.size  # entries were left behind
     assert not popped & {id(branch) for branch in held}
     assert queue.size == len(branches) - 18 == len({id(branch) for branch in held if branch is not None})

@@ -46,10 +46,26 @@ STALE_SHARE = 4
 STALE_FLOOR = 4096
 
 
+class QueueEntry:
+    """A queued branch's entry in :class:`BranchQueue`'s heaps, ordered by ``g_hat`` then
+    push number; ``branch`` is None once the branch is popped. Compiled, it is a record
+    of a double, a 64-bit integer and a pointer (search/explorer.pxd)."""
+
+    __slots__ = ("g_hat", "seq", "branch")
+
+    def __init__(self, g_hat: float, seq: int, branch: Branch | None) -> None:
+        self.g_hat = g_hat
+        self.seq = seq
+        self.branch = branch
+
+    def __lt__(self, other: QueueEntry) -> bool:
+        return self.g_hat < other.g_hat or (self.g_hat == other.g_hat and self.seq < other.seq)
+
+
 class BranchQueue:
     """Queued branches, reachable both by ``g_hat`` and by (layer, ``g_hat``).
 
-    A branch has one entry ``[g_hat, push number, branch]``, in two heaps: ``by_cost``, of
+    A branch has one entry (:class:`QueueEntry`: ``g_hat``, push number, branch), in two heaps: ``by_cost``, of
     every entry, and ``by_layer[l]``, of the entries of the branches at layer ``l``. Popping
     the cheapest takes the top of ``by_cost``; popping by layer, the top of the lowest layer's
     heap that holds a live entry: the order of (layer, ``g_hat``, push number). Popping an
@@ -65,8 +81,8 @@ class BranchQueue:
     never compared past it), so the order of pops is unchanged."""
 
     def __init__(self) -> None:
-        self.by_cost: list[list] = []  # [g_hat, push number, branch or None when popped]
-        self.by_layer: list[list[list]] = []
+        self.by_cost: list[QueueEntry] = []
+        self.by_layer: list[list[QueueEntry]] = []
         self.size = 0
         self._seq = 0
         self._layer_entries = 0  # entries in all of by_layer, stale ones included
@@ -74,7 +90,7 @@ class BranchQueue:
 
     def push(self, branch: Branch) -> None:
         self._seq += 1
-        entry = [branch.estimate, self._seq, branch]
+        entry = QueueEntry(branch.estimate, self._seq, branch)
         heapq.heappush(self.by_cost, entry)
         layer = branch.layer
         while len(self.by_layer) <= layer:
@@ -91,21 +107,21 @@ class BranchQueue:
         """Drop the stale entries of every heap (see the class docstring)."""
         self.by_cost = self._live()
         heapq.heapify(self.by_cost)
-        self.by_layer = [[entry for entry in heap if entry[2] is not None] for heap in self.by_layer]
+        self.by_layer = [[entry for entry in heap if entry.branch is not None] for heap in self.by_layer]
         for heap in self.by_layer:
             heapq.heapify(heap)
         self._layer_entries = len(self.by_cost)
 
-    def _live(self) -> list[list]:
-        return [entry for entry in self.by_cost if entry[2] is not None]
+    def _live(self) -> list[QueueEntry]:
+        return [entry for entry in self.by_cost if entry.branch is not None]
 
     def branches(self) -> list[Branch]:
         """The queued branches, cheapest ``g_hat`` first."""
-        return [entry[2] for entry in sorted(self._live(), key=lambda e: e[:2])]
+        return [entry.branch for entry in sorted(self._live())]
 
     def least_bound(self) -> float:
         """The smallest ``bound`` among queued branches (inf if none)."""
-        return min((entry[2].bound for entry in self._live()), default=math.inf)
+        return min((entry.branch.bound for entry in self._live()), default=math.inf)
 
     def pop(self, cheapest: bool) -> Branch | None:
         if cheapest:
@@ -122,14 +138,14 @@ class BranchQueue:
         self._lowest = 0
         return None
 
-    def _pop_live(self, heap: list[list]) -> Branch | None:
+    def _pop_live(self, heap: list[QueueEntry]) -> Branch | None:
         """The branch of the first live entry of ``heap`` (the entries before it, stale,
         are dropped), its entry emptied; None if there is none."""
         while heap:
             entry = heapq.heappop(heap)
-            branch = entry[2]
+            branch = entry.branch
             if branch is not None:
-                entry[2] = None
+                entry.branch = None
                 self.size -= 1
                 return branch
         return None

@@ -19,7 +19,7 @@ from collections import Counter
 
 import pytest
 
-from dcmap_dist.checkpoint.codec import columns_key
+from dcmap_dist.checkpoint.codec import batch_keys
 from dcmap_dist.checkpoint.write import Messages, link_batch
 from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.cost.user import FunctionCost
@@ -184,12 +184,12 @@ def test_a_key_reads_back_from_its_checkpoint_columns_as_itself(key, model):
         explorer.step(Stopwatch(Limits()), max_iterations=1500)
         messages = Messages(lambda held: held)
         entries = list(explorer.shard.entries.items())
-        rows = link_batch(7, entries, key, messages).to_pylist()
+        batch = link_batch(7, entries, key, messages)
         numbers = {number: message for message, number in messages.ids.items()}
-        assert len(rows) == len(entries)
-        for row, (stored, entry) in zip(rows, entries):
-            assert columns_key(row, key, numbers.__getitem__) == stored
-            assert (row["component"], row["best"], row["record"]) == (7, entry.best, entry.record)
+        assert batch_keys(batch, key, numbers.__getitem__) == [stored for stored, _ in entries]
+        assert batch.select(["component", "best", "record"]).to_pylist() == [
+            {"component": 7, "best": entry.best, "record": entry.record} for _, entry in entries]
+        for stored, _ in entries:
             inside = isinstance(stored[0], tuple)
             items = stored[2 if key == "full" else 1]
             assert inside or list(items) == sorted(items)

@@ -10,7 +10,7 @@
   which is read back only when the user says they trust the folder.
 * **Link keys** (:meth:`~dcmap_dist.search.problem.Problem.link_key`) as nested Arrow columns of masks,
   integers and message ids (:data:`KEY_FIELDS`), both the ``lean`` and the ``full`` key
-  (written by :func:`~dcmap_dist.checkpoint.write.link_batch`, read by :func:`columns_key`).
+  (written by :func:`~dcmap_dist.checkpoint.write.link_batch`, read by :func:`batch_keys`).
 
 Decoding checks the shape of what it reads and raises ValueError naming what is wrong.
 """
@@ -21,10 +21,11 @@ import json
 from collections.abc import Callable, Hashable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 
-__all__ = ["encode_message", "decode_message", "KEY_FIELDS", "columns_key",
+__all__ = ["encode_message", "decode_message", "KEY_FIELDS", "batch_keys",
            "mask_bytes", "bytes_mask"]
 
 MAX_DEPTH = 64  # nesting of a message (a deeper one is stored as a pickle)
@@ -103,51 +104,125 @@ KEY_FIELDS = [  # the columns of a link key (the links table adds component, bes
 ]
 
 
-def columns_key(row: dict[str, Any], kind: str, message: Callable[[int], Hashable]) -> tuple:
-    """A link key of kind ``lean`` or ``full`` from its row of the ``links`` table, as
-    :func:`~dcmap_dist.checkpoint.write.link_batch` writes it (``message`` looks an id
-    up); ValueError if the row does not hold a key of that kind."""
+# -- reading columns back ---------------------------------------------------------------
+class Masks(dict):
+    """bytes -> mask (:func:`bytes_mask`), decoded once per distinct value of a read (a
+    null, None, raises TypeError)."""
+
+    def __missing__(self, data: bytes) -> int:
+        mask = self[data] = bytes_mask(data)
+        return mask
+
+
+def list_column(column: pa.Array, what: str) -> tuple[list[int], pa.Array]:
+    """A list column's offsets counted from 0 (row ``i``'s items are
+    ``items[offsets[i]:offsets[i + 1]]``) and its items; ValueError if a row is null."""
+    if column.null_count:
+        raise ValueError(f"a null {what}")
+    offsets = column.offsets.to_pylist()
+    return [at - offsets[0] for at in offsets], column.flatten()
+
+
+def struct_fields(items: pa.Array) -> list[list]:
+    """A struct column's fields as lists of Python values (a null struct's are null)."""
+    return [field.to_pylist() for field in items.flatten()]
+
+
+class Comps:
+    """A ``comps`` column read whole, ``{members, fixed}`` per open component (a
+    branch's and a full key's): :meth:`row` gives a row's member masks and fixed bits."""
+
+    def __init__(self, column: pa.Array, masks: Masks) -> None:
+        self.at, items = list_column(column, "comps")
+        members, self.flags = struct_fields(items)
+        self.members = list(map(masks.__getitem__, members))
+
+    def row(self, i: int) -> tuple[tuple[int, ...], int]:
+        start, end = self.at[i], self.at[i + 1]
+        flags = self.flags[start:end]
+        return tuple(self.members[start:end]), sum(1 << k for k, flag in enumerate(flags) if flag)
+
+
+class Layers:
+    """A column of cluster-layers ``{members, message}`` read whole (a branch's frontier,
+    a full key's cluster-layers, a lean key's part's): :meth:`row` gives a row's
+    ``(members, message)`` pairs, ``message`` looking each id up."""
+
+    def __init__(self, column: pa.Array, masks: Masks, message: Callable[[int], Hashable], what: str) -> None:
+        self.at, items = list_column(column, what)
+        members, ids = struct_fields(items)
+        self.items = list(zip(map(masks.__getitem__, members), map(message, ids)))
+
+    def row(self, i: int) -> list[tuple[int, Hashable]]:
+        return self.items[self.at[i]:self.at[i + 1]]
+
+
+def batch_keys(batch: pa.RecordBatch, kind: str, message: Callable[[int], Hashable],
+               masks: Masks | None = None) -> list[tuple]:
+    """The link keys of kind ``lean`` or ``full`` of a batch of the ``links`` table, as
+    :func:`~dcmap_dist.checkpoint.write.link_batch` writes them (``message`` looks an id
+    up); ValueError if a row does not hold a key of that kind."""
+    masks = Masks() if masks is None else masks
     try:
-        layer = row["layer"]
-        inside = row["assigned"] is not None
+        layers, assigned = (batch.column(name).to_pylist() for name in ("layer", "assigned"))
         if kind == "lean":
-            head = (layer, bytes_mask(row["assigned"]), bytes_mask(row["fixed"]), bytes_mask(row["held"])) \
-                if inside else layer
-            items: list[tuple] = []  # the parts' cluster-layers, part after part
-            shape: list[int] = []
-            for part in row["parts"]:
-                own = _items(part["frontier"], message)
-                if not own:
-                    raise ValueError("a part with no cluster-layer")
-                union = 0
-                for members, _ in own:
-                    union |= members
-                shape += (union, bytes_mask(part["outside"]))
-                items += own
-            count = len(row["parts"])
-            blocked = 0
-            for pair in row["blocked"]:
-                first, second = pair["first"], pair["second"]
-                if not 0 <= first < second < count:
-                    raise ValueError(f"a blocked pair {first, second} of {count} parts")
-                blocked |= 1 << (first * count + second)
-            # of a completed layer, the key holds the frontier sorted (as the branch does)
-            return head, tuple(items if inside else sorted(items)), tuple(shape), blocked
-        comps, fixed = rows_comps(row["comps"])
-        head = (layer, bytes_mask(row["assigned"]), fixed) if inside else layer
-        if fixed and not inside:
-            raise ValueError("a fixed component at a completed layer")
-        return head, comps, tuple(_items(row["cls"], message))
+            return _lean_keys(batch, layers, assigned, message, masks)
+        comps, cls = Comps(batch.column("comps"), masks), Layers(batch.column("cls"), masks, message, "cls")
+        keys = []
+        for i, layer in enumerate(layers):
+            members, fixed = comps.row(i)
+            if fixed and assigned[i] is None:
+                raise ValueError("a fixed component at a completed layer")
+            head = layer if assigned[i] is None else (layer, masks[assigned[i]], fixed)
+            keys.append((head, members, tuple(cls.row(i))))
+        return keys
     except (TypeError, KeyError) as exc:
         raise ValueError(f"not a {kind} link key ({type(exc).__name__}: {exc})") from None
 
 
-def rows_comps(rows: list[dict[str, Any]]) -> tuple[tuple[int, ...], int]:
-    """Open components from the rows of a ``comps`` column, ``{members, fixed}`` (a
-    branch's and a full key's): the member masks and the fixed bits."""
-    return tuple(bytes_mask(c["members"]) for c in rows), sum(1 << i for i, c in enumerate(rows) if c["fixed"])
+def _lean_keys(batch: pa.RecordBatch, layers: list, assigned: list, message: Callable[[int], Hashable],
+               masks: Masks) -> list[tuple]:
+    fixed, held = (batch.column(name).to_pylist() for name in ("fixed", "held"))
+    part_at, parts = list_column(batch.column("parts"), "parts")
+    frontiers, outsides = parts.flatten()
+    part_layers = Layers(frontiers, masks, message, "part's frontier")
+    outside = list(map(masks.__getitem__, outsides.to_pylist()))
+    pair_at, pairs = list_column(batch.column("blocked"), "blocked")
+    if any(field.null_count for field in pairs.flatten()):
+        raise ValueError("a null blocked pair")
+    firsts, seconds = (field.to_numpy(zero_copy_only=False).astype(np.int64) for field in pairs.flatten())
+    keys = []
+    for i, layer in enumerate(layers):
+        items: list[tuple] = []  # the parts' cluster-layers, part after part
+        shape: list[int] = []
+        for part in range(part_at[i], part_at[i + 1]):
+            own = part_layers.row(part)
+            if not own:
+                raise ValueError("a part with no cluster-layer")
+            union = 0
+            for members, _ in own:
+                union |= members
+            shape += (union, outside[part])
+            items += own
+        count = part_at[i + 1] - part_at[i]
+        blocked = _blocked(firsts[pair_at[i]:pair_at[i + 1]], seconds[pair_at[i]:pair_at[i + 1]], count)
+        if assigned[i] is None:  # of a completed layer, the key holds the frontier sorted (as the branch does)
+            keys.append((layer, tuple(sorted(items)), tuple(shape), blocked))
+        else:
+            head = (layer, masks[assigned[i]], masks[fixed[i]], masks[held[i]])
+            keys.append((head, tuple(items), tuple(shape), blocked))
+    return keys
 
 
-def _items(rows: list[dict[str, Any]], message: Callable[[int], Hashable]) -> list[tuple[int, Hashable]]:
-    """Cluster-layers ``(members, message)`` from rows of members and message ids."""
-    return [(bytes_mask(item["members"]), message(item["message"])) for item in rows]
+def _blocked(firsts: np.ndarray, seconds: np.ndarray, count: int) -> int:
+    """The blocked pairs ``(first, second)`` of a key of ``count`` parts as its bits
+    (bit ``first * count + second``); ValueError unless ``0 <= first < second < count``."""
+    if not len(firsts):
+        return 0
+    bad = (firsts < 0) | (firsts >= seconds) | (seconds >= count)
+    if bad.any():
+        k = int(bad.argmax())
+        raise ValueError(f"a blocked pair {int(firsts[k]), int(seconds[k])} of {count} parts")
+    bits = np.zeros(count * count, np.uint8)
+    bits[firsts * count + seconds] = 1
+    return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")

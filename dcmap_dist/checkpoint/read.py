@@ -23,7 +23,7 @@ from ..search.problem import Branch
 from ..search.state import SearchState
 from .arrow import (BATCH_ROWS, DIGESTS, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, CheckpointError, Damaged,
                     digest, generations)
-from .codec import bytes_mask, columns_key, decode_message, rows_comps
+from .codec import Comps, Layers, Masks, batch_keys, bytes_mask, decode_message, list_column
 
 
 @dataclass
@@ -132,8 +132,11 @@ def _rows(table: pa.Table) -> Iterator[dict[str, Any]]:
         yield from batch.to_pylist()
 
 
-def _trail(record: int | None, joins: list[bytes]) -> tuple:
-    return (record, *(bytes_mask(j) for j in joins))
+def _check_component(column: pa.Array, last: int, what: str) -> None:
+    """Every row of ``column`` is of the component being searched, ``last``."""
+    for component in column.to_pylist():
+        if component != last:
+            raise ValueError(f"{what} of component {component}, not {last}")
 
 
 def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], trust: bool) -> Generation:
@@ -161,30 +164,42 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
             raise ValueError(f"{table}.arrow: component {component} outside 0..{last}")
         return found.states.setdefault(component, SearchState())
 
-    for row in _rows(tables["branches"]):
-        if row["component"] != last:
-            raise ValueError(f"branches.arrow: a branch of component {row['component']}, not {last}")
-        comps, fixed = rows_comps(row["comps"])
-        branch = Branch(
-            row["layer"], -1 if row["assigned"] is None else bytes_mask(row["assigned"]), comps,
-            tuple((bytes_mask(c["members"]), messages[c["message"]]) for c in row["cls"]),
-            row["cost"], _trail(row["trail_record"], row["trail_joins"]), row["link"], row["estimate"], row["bound"],
-            fixed)
-        if row["arrival"]:
-            found.arrivals.setdefault(last, []).append(branch)
-        else:
-            state(last, "branches").branches.append(branch)
-    for row in _rows(tables["links"]):
-        if row["component"] != last:
-            raise ValueError(f"links.arrow: a record of component {row['component']}, not {last}")
-        state(last, "links").entries[columns_key(row, kind, messages.__getitem__)] = Entry(row["best"], row["record"])
-    for row in _rows(tables["histories"]):  # a record's histories grow in place, then are frozen
-        held = state(row["component"], "histories").histories.setdefault(row["record"], bytearray())
-        held += history(row["iteration"], _trail(row["trail_record"], row["trail_joins"]))
+    masks = Masks()
+    for batch in tables["branches"].to_batches():
+        column = batch.column
+        _check_component(column("component"), last, "branches.arrow: a branch")
+        comps, frontier = Comps(column("comps"), masks), Layers(column("cls"), masks, messages.__getitem__, "cls")
+        join_at, joins = list_column(column("trail_joins"), "trail_joins")
+        join_masks = list(map(masks.__getitem__, joins.to_pylist()))
+        fields = ("arrival", "layer", "assigned", "cost", "trail_record", "link", "estimate", "bound")
+        for i, (arrival, layer, assigned, cost, record, link, estimate, bound) in enumerate(
+                zip(*(column(name).to_pylist() for name in fields))):
+            members, fixed = comps.row(i)
+            branch = Branch(layer, -1 if assigned is None else masks[assigned], members, tuple(frontier.row(i)),
+                            cost, (record, *join_masks[join_at[i]:join_at[i + 1]]), link, estimate, bound, fixed)
+            if arrival:
+                found.arrivals.setdefault(last, []).append(branch)
+            else:
+                state(last, "branches").branches.append(branch)
+    for batch in tables["links"].to_batches():
+        _check_component(batch.column("component"), last, "links.arrow: a record")
+        entries = state(last, "links").entries
+        for key, best, record in zip(batch_keys(batch, kind, messages.__getitem__, masks),
+                                     batch.column("best").to_pylist(), batch.column("record").to_pylist()):
+            entries[key] = Entry(best, record)
+    for batch in tables["histories"].to_batches():  # a record's histories grow in place, then are frozen
+        join_at, joins = list_column(batch.column("trail_joins"), "trail_joins")
+        data = joins.to_pylist()
+        fields = ("component", "record", "iteration", "trail_record")
+        for i, (component, record, iteration, previous) in enumerate(
+                zip(*(batch.column(name).to_pylist() for name in fields))):
+            held = state(component, "histories").histories.setdefault(record, bytearray())
+            held += history(iteration, (previous, *map(bytes_mask, data[join_at[i]:join_at[i + 1]])))
     for searched in found.states.values():
         searched.histories = {record: bytes(held) for record, held in searched.histories.items()}
-    for row in _rows(tables["dominated"]):
-        state(row["component"], "dominated").dominated.add(row["record"])
+    for batch in tables["dominated"].to_batches():
+        for component, record in zip(batch.column("component").to_pylist(), batch.column("record").to_pylist()):
+            state(component, "dominated").dominated.add(record)
     return found
 
 

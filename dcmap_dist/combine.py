@@ -17,7 +17,6 @@ from .cost.user import model_description
 from .limits import StopReason, memory_mb
 from .model.mappings import given_nodes, mapping_names
 from .model.network import Network
-from .model.topology import Topology
 from .result import Solution, SolveResult, environment
 from .search.audit import Audit
 from .search.linking import trail_count, trail_joins
@@ -67,22 +66,6 @@ def optimal_mappings(problem: Problem, method: str, outcome: SearchOutcome, limi
     return [(c, cost, found) for c, (cost, found) in best.items()], total if not complete else len(best)
 
 
-def _named(topo: Topology, found: list[tuple[tuple[int, ...], float, int]], offset: int,
-          singletons: list[list[str]] | None) -> list[tuple[list[list[str]], float, int]]:
-    """A component's listed mappings (:func:`optimal_mappings`) with their clusters as
-    sorted lists of names (:func:`mapping_names`) and their iterations counted from
-    ``offset``, in order; the all-singletons mapping, known from the start, counts
-    iteration 0. ``found`` is emptied as the names are made, so that a long listing
-    does not hold both forms at once."""
-    found.reverse()
-    listed = []
-    while found:
-        clusters, cost, iteration = found.pop()
-        names = mapping_names(topo, clusters)
-        listed.append((names, cost, 0 if names == singletons else offset + iteration))
-    return listed
-
-
 def combine(network: Network, model: CostModel, settings: dict[str, Any], problems: list[Problem],
             outcomes: list[SearchOutcome], anytime: Anytime, start: float, max_solutions: int | None,
             memory_limit_mb: float | None) -> SolveResult:
@@ -101,7 +84,8 @@ def combine(network: Network, model: CostModel, settings: dict[str, Any], proble
         found, count = optimal_mappings(problem, settings["method"], outcome, max_solutions, has_room, audit)
         counts.append(count)
         singletons = sorted([x] for x in problem.network.nodes) if settings["method"] == "dcmap" else None
-        parts.append(_named(problem.topo, found, offset, singletons))
+        part = [(mapping_names(problem.topo, c), cost, offset + it) for c, cost, it in found]
+        parts.append([(names, cost, 0 if names == singletons else it) for names, cost, it in part])
         per_component.append({
             "nodes": len(problem.network.nodes), "names": [network.label(x) for x in problem.network.nodes],
             "optimal_cost": outcome.best_cost,
@@ -116,7 +100,7 @@ def combine(network: Network, model: CostModel, settings: dict[str, Any], proble
     for combo in itertools.islice(itertools.product(*parts), max_solutions):
         if solutions and not has_room():  # one at least, even past the limit
             break
-        clusters = combo[0][0] if len(combo) == 1 else sorted(c for part, _, _ in combo for c in part)
+        clusters = sorted(c for part, _, _ in combo for c in part)
         solutions.append(Solution(clusters, sum(c for _, c, _ in combo), max(i for _, _, i in combo)))
     solutions.sort(key=lambda s: (s.iteration, s.clusters))
     for solution in solutions:

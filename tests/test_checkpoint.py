@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from dcmap_dist.checkpoint import read
 from dcmap_dist.checkpoint.arrow import FAULT_VARIABLE, POINTER, SCHEMAS, CheckpointError, generations
 from dcmap_dist.io.load import load_network
 from dcmap_dist.search.linking import histories_of
@@ -296,6 +297,21 @@ def checkpointed(tmp_path) -> Path:
     solve(None, max_iterations=4000, resume=folder)
     assert len(generations(folder)) == 2  # the newest and the one before it are kept
     return folder
+
+
+def test_a_generation_reads_the_same_in_batches_of_any_size(checkpointed, monkeypatch):
+    # the reader takes each table's columns a batch at a time (checkpoint/read.py), as slices
+    # of the file's batches: a list column's offsets must be read from where its slice starts
+    newest = generations(checkpointed)[0]
+
+    def state_of(generation):
+        return [(k, s.branches, s.arrivals, s.entries, s.histories, s.dominated)
+                for k, s in sorted(generation.states.items())]
+
+    whole = state_of(read.read_generation(newest))
+    assert whole[0][1] and whole[0][3] and whole[0][4]  # branches, keys and histories to read
+    monkeypatch.setattr(read, "BATCH_ROWS", 7)
+    assert state_of(read.read_generation(newest)) == whole
 
 
 def test_a_truncated_generation_is_reported_and_the_previous_one_used(checkpointed, capsys):

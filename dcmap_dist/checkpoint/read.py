@@ -165,7 +165,7 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
         return found.states.setdefault(component, SearchState())
 
     masks = Masks()
-    for batch in tables["branches"].to_batches():
+    for batch in tables["branches"].to_batches(BATCH_ROWS):
         column = batch.column
         _check_component(column("component"), last, "branches.arrow: a branch")
         comps, frontier = Comps(column("comps"), masks), Layers(column("cls"), masks, messages.__getitem__, "cls")
@@ -181,13 +181,13 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
                 found.arrivals.setdefault(last, []).append(branch)
             else:
                 state(last, "branches").branches.append(branch)
-    for batch in tables["links"].to_batches():
+    for batch in tables["links"].to_batches(BATCH_ROWS):
         _check_component(batch.column("component"), last, "links.arrow: a record")
         entries = state(last, "links").entries
         for key, best, record in zip(batch_keys(batch, kind, messages.__getitem__, masks),
                                      batch.column("best").to_pylist(), batch.column("record").to_pylist()):
             entries[key] = Entry(best, record)
-    for batch in tables["histories"].to_batches():  # a record's histories grow in place, then are frozen
+    for batch in tables["histories"].to_batches(BATCH_ROWS):  # a record's histories grow in place, then are frozen
         join_at, joins = list_column(batch.column("trail_joins"), "trail_joins")
         data = joins.to_pylist()
         fields = ("component", "record", "iteration", "trail_record")
@@ -197,7 +197,7 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
             held += history(iteration, (previous, *map(bytes_mask, data[join_at[i]:join_at[i + 1]])))
     for searched in found.states.values():
         searched.histories = {record: bytes(held) for record, held in searched.histories.items()}
-    for batch in tables["dominated"].to_batches():
+    for batch in tables["dominated"].to_batches(BATCH_ROWS):
         for component, record in zip(batch.column("component").to_pylist(), batch.column("record").to_pylist()):
             state(component, "dominated").dominated.add(record)
     return found

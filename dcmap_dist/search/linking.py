@@ -62,7 +62,7 @@ def history(iteration: int, trail: tuple) -> History:
 
 def history_fields(data: History) -> tuple[int, tuple]:
     """The inverse of :func:`history`: ``(iteration, trail)``."""
-    iteration, record, joins = next(history_parts(data))
+    _, iteration, record, joins = _history_at(data, 0)
     return iteration, (record, *[int.from_bytes(join, "little") for join in joins])
 
 
@@ -73,16 +73,23 @@ def history_parts(held: Histories) -> Iterator[tuple[int, int | None, list[bytes
     run = bytes(held)
     at = 0
     while at < len(run):
-        size, iteration, record = _HISTORY_HEAD.unpack_from(run, at)
-        end = at + size
-        at += _HISTORY_HEAD.size
-        joins = []
-        while at < end:
-            length = _MASK_SIZE.unpack_from(run, at)[0]
-            at += _MASK_SIZE.size
-            joins.append(run[at:at + length] or b"\0")
-            at += length
-        yield iteration, None if record < 0 else record, joins
+        at, iteration, record, joins = _history_at(run, at)
+        yield iteration, record, joins
+
+
+def _history_at(run: bytes, at: int) -> tuple[int, int, int | None, list[bytes]]:
+    """The history that starts at ``at`` of a run: where it ends, its iteration, its
+    trail's record (None: the root) and its join masks as bytes (see :func:`history_parts`)."""
+    size, iteration, record = _HISTORY_HEAD.unpack_from(run, at)
+    end = at + size
+    at += _HISTORY_HEAD.size
+    joins = []
+    while at < end:
+        length = _MASK_SIZE.unpack_from(run, at)[0]
+        at += _MASK_SIZE.size
+        joins.append(run[at:at + length] or b"\0")
+        at += length
+    return end, iteration, None if record < 0 else record, joins
 
 
 def history_record(data: History) -> int | None:

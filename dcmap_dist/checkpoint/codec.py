@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 
 
-__all__ = ["encode_message", "decode_message", "KEY_FIELDS", "batch_keys",
-           "mask_bytes", "bytes_mask"]
+__all__ = ["encode_message", "decode_message", "KEY_FIELDS", "batch_keys", "Masks", "Comps", "Layers",
+           "list_column", "struct_fields", "mask_bytes", "bytes_mask"]
 
 MAX_DEPTH = 64  # nesting of a message (a deeper one is stored as a pickle)
 

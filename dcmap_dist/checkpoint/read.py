@@ -170,7 +170,7 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
         _check_component(column("component"), last, "branches.arrow: a branch")
         comps, frontier = Comps(column("comps"), masks), Layers(column("cls"), masks, messages.__getitem__, "cls")
         join_at, joins = list_column(column("trail_joins"), "trail_joins")
-        join_masks = list(map(masks.__getitem__, joins.to_pylist()))
+        join_masks = list(map(bytes_mask, joins.to_pylist()))  # mostly distinct: not remembered
         fields = ("arrival", "layer", "assigned", "cost", "trail_record", "link", "estimate", "bound")
         for i, (arrival, layer, assigned, cost, record, link, estimate, bound) in enumerate(
                 zip(*(column(name).to_pylist() for name in fields))):

@@ -99,13 +99,14 @@ class _Lists:
         self.fields[0] += values
         self.end_row()
 
-    def layers(self, items: Sequence[tuple[int, Hashable]], messages: Messages) -> None:
-        """A row of cluster-layers ``(members, message)``."""
+    def layers(self, rows: Sequence[Sequence[tuple[int, Hashable]]], messages: Messages) -> None:
+        """Rows of cluster-layers ``(members, message)``, one sequence per row."""
+        self.offsets += itertools.islice(itertools.accumulate(map(len, rows), initial=self.offsets[-1]), 1, None)
+        items = [item for row in rows for item in row]
         if items:
             members, held = zip(*items)
             self.fields[0] += map(messages.masks.__getitem__, members)
             self.fields[1] += map(messages.ids.__getitem__, held)
-        self.end_row()
 
     def comps(self, comps: tuple[int, ...], fixed: int, messages: Messages) -> None:
         """A row of open components (bit ``i`` of ``fixed``: component ``i`` is fixed)."""
@@ -146,7 +147,7 @@ def _branch_batch(component: int, branches: Sequence[Branch], arrival: bool, mes
     comps, layers, joins = (_Lists.of("branches", column) for column in ("comps", "cls", "trail_joins"))
     for branch in branches:
         comps.comps(branch.comps, branch.fixed, messages)
-        layers.layers(branch.frontier, messages)
+        layers.layers([branch.frontier], messages)
         joins.items(map(mask_bytes, branch.trail[1:]))
     return _batch("branches", len(branches), {
         "component": [component] * len(branches), "arrival": [arrival] * len(branches),
@@ -170,7 +171,7 @@ def link_batch(component: int, items: Sequence[tuple[tuple, Entry]], kind: str, 
     """Link table entries ``(key, entry)``, keys of kind ``lean`` or ``full``
     (:meth:`~dcmap_dist.search.problem.Problem.link_key`), as a batch of the ``links``
     table: the key's columns (:data:`codec.KEY_FIELDS`) name every pair and flag that
-    the key packs into bits; :func:`codec.columns_key` reads a row back."""
+    the key packs into bits; :func:`codec.batch_keys` reads them back."""
     masks = messages.masks
     layer, assigned, fixed, held = [], [], [], []
     parts, blocked = _Lists.of("links", "parts"), _Lists.of("links", "blocked")
@@ -182,19 +183,13 @@ def link_batch(component: int, items: Sequence[tuple[tuple, Entry]], kind: str, 
         assigned.append(masks[head[1]] if inside else None)
         if kind == "full":
             comps.comps(key[1], head[2] if inside else 0, messages)
-            layers.layers(key[2], messages)
+            layers.layers([key[2]], messages)
             continue
         fixed.append(masks[head[2]] if inside else None)
         held.append(masks[head[3]] if inside else None)
         own = key_parts(key)
-        if own:  # each part's cluster-layers: a list column inside the parts
-            frontiers = parts.fields[0]
-            lengths = [len(part_layers) for _, part_layers in own]
-            frontiers.offsets += itertools.islice(itertools.accumulate(lengths, initial=frontiers.offsets[-1]), 1, None)
-            members, held_messages = zip(*[item for _, part_layers in own for item in part_layers])
-            frontiers.fields[0] += map(masks.__getitem__, members)
-            frontiers.fields[1] += map(messages.ids.__getitem__, held_messages)
-            parts.fields[1] += [masks[outside] for outside, _ in own]
+        parts.fields[0].layers([part_layers for _, part_layers in own], messages)  # each part's, a row each
+        parts.fields[1] += [masks[outside] for outside, _ in own]
         parts.end_row()
         pairs = 0
         if key[3]:  # the blocked pairs, bit first * parts + second

@@ -8,7 +8,6 @@ share 2 cores, which is fine for exactness.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import math
 import os
@@ -201,7 +200,7 @@ def kill_a_worker() -> int:
 
 def test_batches_come_back_equal_by_marshal_or_pickle():
     """A batch of real completions comes back with equal keys and branch fields: by marshal
-    for the built-in model, by pickle for any other, where a numpy cost keeps its type
+    for the built-in model, by pickle for any other, where a numpy message keeps its type
     (marshal would have turned it into bytes)."""
     network = random_network(7, 12, 14)
     problem = Problem(network, DcmapCost(), "merge")
@@ -213,15 +212,17 @@ def test_batches_come_back_equal_by_marshal_or_pickle():
     assert len(batch) >= 5
 
     def plain(arrivals):
-        return [(key, dataclasses.astuple(branch)) for key, branch in arrivals]
+        return [(key, branch.fields()) for key, branch in arrivals]
 
     assert marshallable(DcmapCost()) and not marshallable(DcmapCost(addition=numpy.float64(0.6)))
     assert not marshallable(COST_MODELS["hash"])
     for marshal_them, tag in ((True, b"M"), (False, b"P")):
         data = packed(batch, marshal_them)
         assert data[:1] == tag and plain(unpacked(data)) == plain(batch)
-    odd = [(key, dataclasses.replace(branch, cost=numpy.float64(branch.cost))) for key, branch in batch]
-    assert all(type(branch.cost) is numpy.float64 for _, branch in unpacked(packed(odd, False)))
+    for _, branch in batch:
+        branch.frontier = tuple((members, numpy.int64(message)) for members, message in branch.frontier)
+    messages = [message for _, branch in unpacked(packed(batch, False)) for _, message in branch.frontier]
+    assert messages and all(type(message) is numpy.int64 for message in messages)
 
 
 def test_unpacking_leaves_the_collector_as_it_found_it():

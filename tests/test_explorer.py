@@ -6,7 +6,7 @@ import random
 
 from dcmap_dist.search import explorer
 from dcmap_dist.search.explorer import BranchQueue
-from dcmap_dist.search.problem import Branch
+from dcmap_dist.search.branch import Branch
 
 
 def test_a_branch_queued_again_is_listed_and_popped_once():

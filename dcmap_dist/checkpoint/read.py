@@ -19,7 +19,7 @@ from ..limits import StopReason
 from ..model.network import network_from_dict, no_duplicate_keys
 from ..search.linking import Entry, history
 from ..search.messages import MessageCodes
-from ..search.problem import Branch
+from ..search.branch import Branch
 from ..search.state import SearchState
 from .arrow import (BATCH_ROWS, DIGESTS, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, CheckpointError, Damaged,
                     digest, generations)

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ..search.keys import key_parts
 from ..search.linking import Entry, Histories, history_parts
-from ..search.problem import Branch
+from ..search.branch import Branch
 from ..search.state import SearchState
 from .arrow import (BATCH_ROWS, DIGESTS, FAULT_VARIABLE, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, digest,
                     generations)

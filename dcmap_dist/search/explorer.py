@@ -29,8 +29,9 @@ from operator import attrgetter
 
 from ..cost.dcmap import leaves_no_cycles
 from ..limits import SearchInterrupted, StepEnd, StopReason, Stopwatch
+from .branch import Branch
 from .linking import CHEAPER, NEW, Improvement, LinkShard, route
-from .problem import Branch, Problem, within
+from .problem import Problem, within
 from .state import SearchState
 
 ESTIMATE = attrgetter("estimate")  # a branch's g_hat
@@ -270,6 +271,7 @@ class Explorer:
         problem = self.problem
         queue = self.queue
         rng = self.rng
+        branch: Branch | None  # compiled, a typed record: its fields are read in C
         while True:
             if max_iterations is not None and self.iterations >= max_iterations:
                 return StopReason.MAX_ITERATIONS

@@ -15,7 +15,8 @@ from ..model.network import Network
 from ..model.topology import bits, eta, scientific
 from .linking import Improvement
 from .outcome import OnImprovement, SearchOutcome, announce
-from .problem import Branch, Problem, within
+from .branch import Branch
+from .problem import Problem, within
 
 # brute force refuses a network with possibly more feasible mappings than this
 # (a million evaluations take minutes; every network of up to 11 nodes passes)

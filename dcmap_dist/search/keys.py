@@ -20,8 +20,8 @@ class LinkKeys:
     """The link keys (``kind``: ``lean`` or ``full``) of the branches of one problem:
     :meth:`of`; ``final``, the key of every complete mapping (the last layer done,
     nothing left open). ``parents_of`` and ``closures`` are the problem's memos. A branch
-    is a :class:`~dcmap_dist.search.problem.Branch`, which this module reads but does not
-    import: :mod:`~dcmap_dist.search.problem` imports this one."""
+    is a :class:`~dcmap_dist.search.branch.Branch` (its compiled record, when both are
+    compiled: search/keys.pxd)."""
 
     def __init__(self, topo: Topology, kind: str, parents_of: Memo, closures: Memo) -> None:
         self.topo = topo

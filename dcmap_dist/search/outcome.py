@@ -11,7 +11,8 @@ from typing import Any, Protocol
 
 from ..limits import StopReason
 from .linking import Entry, Histories, Improvement, MissingRecord, gather_histories, trail_path
-from .problem import Branch, Problem, joins_to_clusters, within
+from .branch import Branch
+from .problem import Problem, joins_to_clusters, within
 from .state import SearchState
 
 # on_improvement(cost, iteration, seconds, clusters): clusters are the improved

@@ -1,22 +1,9 @@
 # cython: annotation_typing=False
 """The expansion machinery shared by DCMAP and breadth-first search.
 
-A :class:`Branch` holds one partial mapping: every node below layer ``layer`` is
-placed, and some of the nodes of ``layer``. Its state is plain data (ints, tuples,
-floats) so it can be serialised and moved between processes:
-
-* ``comps``: the open components' member masks. A component is a connected piece
-  of a cluster restricted to the layers done so far; it is open while it holds a
-  node with a parent above the last completed layer. Bit ``i`` of ``fixed`` means the
-  fate of component ``i`` at ``layer`` is decided (extended by a new cluster-layer, or
-  not).
-* ``frontier``: the frontier cluster-layers ``(members, message)``: those holding a
-  node with a parent above the last completed layer. Future costs read only these.
-  Messages are held as :mod:`dcmap_dist.search.messages` says: the built-in model's as
-  codes, so a branch or a dominance key means the same in every process.
-* ``trail``: the history since the branch's last link record, ``(record id or
-  None, join masks...)`` (see :mod:`dcmap_dist.search.linking`); ``link`` is that record's
-  id. A branch carries no other history, so it pickles small.
+A :class:`~dcmap_dist.search.branch.Branch` holds one partial mapping (its layer, the
+nodes of it placed, the open components, the frontier cluster-layers, its cost and its
+trail since its last link record).
 
 One expansion (one *iteration*) takes a proposal, "which nodes of ``layer``
 join component ``c``", and makes one child branch per feasible combination
@@ -28,13 +15,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable
-from dataclasses import dataclass
 
 from ..cost.base import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
 from ..limits import Stopwatch
 from ..model.network import Network
 from ..model.topology import ONE, Memo, Topology, bits, union_of
 from .bounds import LowerBound
+from .branch import Branch
 from .combinations import combinations
 from .keys import LINK_KEYS, LinkKeys
 from .messages import MessageCodes, node_set_messages
@@ -45,41 +32,6 @@ TOLERANCE = 1e-9
 def within(cost: float, bound: float) -> bool:
     """``cost <= bound`` up to the relative tolerance of SPEC section 3."""
     return cost <= bound + TOLERANCE * abs(bound)
-
-
-@dataclass(slots=True)
-class Branch:
-    """One partial mapping (see the module docstring)."""
-
-    layer: int
-    assigned: int
-    comps: tuple[int, ...]
-    frontier: tuple[tuple[int, Hashable], ...]
-    cost: float
-    trail: tuple = (None,)  # (last link record id or None, join masks since)
-    link: int | None = None  # id of the last link record (DCMAP only)
-    estimate: float = 0.0  # g_hat
-    bound: float = 0.0  # cost + admissible lower bound of what is left
-    fixed: int = 0  # bit i: the fate of comps[i] at this layer is decided
-
-    @property
-    def layer_done(self) -> bool:
-        return self.assigned == -1
-
-    def linked(self, record: int) -> Branch:
-        """This branch linked at ``record``, its history restarting there: moved to the
-        start of the next layer if it completed one, else where it stands."""
-        if self.assigned == -1:
-            return self.advanced(record)
-        return Branch(self.layer, self.assigned, self.comps, self.frontier, self.cost, (record,), record,
-                      self.estimate, self.bound, self.fixed)
-
-    def advanced(self, record: int | None = None) -> Branch:
-        """This completed branch moved to the start of the next layer. Linked at record
-        ``record``, its history restarts there; unlinked, it keeps its trail."""
-        trail = self.trail if record is None else (record,)
-        return Branch(self.layer + 1, 0, self.comps, self.frontier, self.cost, trail,
-                      self.link if record is None else record, self.estimate, self.bound)
 
 
 class Problem:

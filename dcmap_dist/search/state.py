@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .linking import Entry, Histories, Improvement
-from .problem import Branch
+from .branch import Branch
 
 
 @dataclass

@@ -14,7 +14,7 @@ import ray
 from ...limits import Limits, StopReason, Stopwatch, memory_mb
 from ...search.explorer import Explorer
 from ...search.linking import Improvement, LinkShard, gather_histories, route
-from ...search.problem import Branch
+from ...search.branch import Branch
 from ...search.state import Resumption, SearchState
 from .protocol import Snapshot, StepReport
 from .snapshots import SNAPSHOT_ITEM_SECONDS, Snapshots

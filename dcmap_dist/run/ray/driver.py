@@ -61,7 +61,8 @@ from ...limits import Limits, StopReason, Stopwatch
 from ...search.heuristics import incumbent
 from ...search.linking import Improvement, MissingRecord, gather_histories
 from ...search.outcome import Saver, SearchOutcome, announce, outcome
-from ...search.problem import Branch, Problem, within
+from ...search.branch import Branch
+from ...search.problem import Problem, within
 from ...search.state import Resumption, SearchState, counters, write_size
 from ..loop import Ending, Turn, drive
 from .coordinator import Coordinator

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...limits import Limits, StepEnd, StopReason
 from ...search.linking import Improvement
-from ...search.problem import Branch
+from ...search.branch import Branch
 from ...search.state import SearchState
 
 

@@ -21,7 +21,8 @@ from ...limits import Stopwatch
 from ...model.network import Network
 from ...search.explorer import Explorer
 from ...search.linking import Entry, LinkShard
-from ...search.problem import Branch, Problem
+from ...search.branch import Branch
+from ...search.problem import Problem
 from ...search.state import SearchState
 from .protocol import StepOrder, StepReport, WorkerSnapshot
 
@@ -60,8 +61,7 @@ def packed(arrivals: list[tuple[tuple, Branch]], marshal_them: bool) -> bytes:
     in Python), else pickled with Ray's cloudpickle: a message of the user's own class,
     from a module the workers cannot import, travels by value as the cost model did
     (:func:`~dcmap_dist.run.ray.driver.ship_by_value`). The first byte says which."""
-    rows = [(key, (b.layer, b.assigned, b.comps, b.frontier, b.cost, b.trail, b.link, b.estimate, b.bound, b.fixed))
-            for key, b in arrivals]
+    rows = [(key, branch.fields()) for key, branch in arrivals]
     if marshal_them:
         return b"M" + marshal.dumps(rows)
     return b"P" + ray.cloudpickle.dumps(rows, protocol=5)

@@ -1,0 +1,18 @@
+# The compiled layout of search/branch.py's Branch: Cython reads this file beside the source and
+# pure Python ignores it (as search/problem.pxd; docs/search.md, "The engine's speed").
+cimport cython
+
+
+@cython.final
+cdef class Branch:
+    cdef public int layer
+    cdef public object assigned
+    cdef public tuple comps, frontier
+    cdef public double cost
+    cdef public tuple trail
+    cdef public object link
+    cdef public double estimate, bound
+    cdef public object fixed
+    cpdef tuple fields(self)
+    cpdef Branch linked(self, object record)
+    cpdef Branch advanced(self, object record=*)

@@ -1,0 +1,89 @@
+# cython: annotation_typing=False
+"""A branch of the search: one partial mapping, as a record.
+
+A :class:`Branch` holds one partial mapping: every node below layer ``layer`` is
+placed, and some of the nodes of ``layer`` (``assigned``, a mask; -1 once the layer is
+complete and the branch not yet moved to the next). Its fields are plain data (ints,
+tuples, floats) so it can be serialised and moved between processes:
+
+* ``comps``: the open components' member masks. A component is a connected piece
+  of a cluster restricted to the layers done so far; it is open while it holds a
+  node with a parent above the last completed layer. Bit ``i`` of ``fixed`` means the
+  fate of component ``i`` at ``layer`` is decided (extended by a new cluster-layer, or
+  not).
+* ``frontier``: the frontier cluster-layers ``(members, message)``: those holding a
+  node with a parent above the last completed layer. Future costs read only these.
+  Messages are held as :mod:`dcmap_dist.search.messages` says: the built-in model's as
+  codes, so a branch or a dominance key means the same in every process.
+* ``trail``: the history since the branch's last link record, ``(record id or
+  None, join masks...)`` (see :mod:`dcmap_dist.search.linking`); ``link`` is that record's
+  id. A branch carries no other history, so it pickles small.
+* ``cost``: the cost of the cluster-layers placed; ``estimate``: ``g_hat``; ``bound``:
+  ``cost`` plus an admissible lower bound on the rest.
+
+Compiled, a branch is a fixed record (``search/branch.pxd``): its layer a C int, its
+three costs C doubles, the rest pointers. Pure Python, a slotted class of the same
+fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+FIELDS = ("layer", "assigned", "comps", "frontier", "cost", "trail", "link", "estimate", "bound", "fixed")
+
+
+class Branch:
+    """One partial mapping (see the module docstring). Two branches are equal when
+    their fields are; a branch pickles as the tuple of its fields (:meth:`fields`)."""
+
+    __slots__ = FIELDS
+
+    def __init__(self, layer: int, assigned: int, comps: tuple[int, ...],
+                 frontier: tuple[tuple[int, Hashable], ...], cost: float, trail: tuple = (None,),
+                 link: int | None = None, estimate: float = 0.0, bound: float = 0.0, fixed: int = 0) -> None:
+        self.layer = layer
+        self.assigned = assigned
+        self.comps = comps
+        self.frontier = frontier
+        self.cost = cost
+        self.trail = trail
+        self.link = link
+        self.estimate = estimate
+        self.bound = bound
+        self.fixed = fixed
+
+    def fields(self) -> tuple:
+        """The fields in the order :class:`Branch` takes them."""
+        return (self.layer, self.assigned, self.comps, self.frontier, self.cost, self.trail, self.link,
+                self.estimate, self.bound, self.fixed)
+
+    def __reduce__(self) -> tuple:
+        return Branch, self.fields()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Branch):
+            return NotImplemented
+        return self.fields() == other.fields()
+
+    def __repr__(self) -> str:
+        return "Branch(" + ", ".join(f"{name}={value!r}" for name, value in zip(FIELDS, self.fields())) + ")"
+
+    @property
+    def layer_done(self) -> bool:
+        return self.assigned == -1
+
+    def linked(self, record: int) -> Branch:
+        """This branch linked at ``record``, its history restarting there: moved to the
+        start of the next layer if it completed one, else where it stands."""
+        if self.assigned == -1:
+            return self.advanced(record)
+        return Branch(self.layer, self.assigned, self.comps, self.frontier, self.cost, (record,), record,
+                      self.estimate, self.bound, self.fixed)
+
+    def advanced(self, record: int | None = None) -> Branch:
+        """This completed branch moved to the start of the next layer. Linked at record
+        ``record``, its history restarts there; unlinked, it keeps its trail."""
+        trail = self.trail if record is None else (record,)
+        return Branch(self.layer + 1, 0, self.comps, self.frontier, self.cost, trail,
+                      self.link if record is None else record, self.estimate, self.bound)

@@ -36,7 +36,10 @@ ATOMS = (int, float, str, bool, type(None))
 
 def deep_size(root: object, seen: set[int]) -> int:
     """The bytes of every object reachable from ``root`` through containers and slots,
-    not yet in ``seen`` (which it fills)."""
+    not yet in ``seen`` (which it fills). A slot that a compiled record holds as a C value
+    (a double, an integer) makes a new object each time it is read: such objects are in
+    the record's own size, and are not counted again (nor kept, which would let a later
+    object take the same id)."""
     total = 0
     stack = [root]
     while stack:
@@ -53,7 +56,11 @@ def deep_size(root: object, seen: set[int]) -> int:
         elif isinstance(item, (tuple, list, set, frozenset)):
             stack.extend(item)
         else:
-            stack.extend(getattr(item, name) for name in getattr(item, "__slots__", ()) if hasattr(item, name))
+            for name in getattr(item, "__slots__", ()):
+                if hasattr(item, name):
+                    value = getattr(item, name)
+                    if sys.getrefcount(value) > 2:  # held by the record, not made by the read
+                        stack.append(value)
     return total
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 
 from .problem import within
 
@@ -138,13 +137,28 @@ def record_id(owner: int, serial: int) -> int:
     return (owner << 36) | serial
 
 
-@dataclass(slots=True)
 class Entry:
     """One key of the link table: its best cost and the record of that arrival. (A
-    record that a cheaper arrival replaced is in its owner's set of dominated records.)"""
+    record that a cheaper arrival replaced is in its owner's set of dominated records.)
+    Compiled, a record of a C double and a 64-bit integer (search/linking.pxd), which
+    the garbage collector does not track; pure Python, a slotted class."""
 
-    best: float
-    record: int
+    __slots__ = ("best", "record")
+
+    def __init__(self, best: float, record: int) -> None:
+        self.best = best
+        self.record = record
+
+    def __reduce__(self) -> tuple:
+        return Entry, (self.best, self.record)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Entry):
+            return NotImplemented
+        return self.best == other.best and self.record == other.record
+
+    def __repr__(self) -> str:
+        return f"Entry(best={self.best!r}, record={self.record!r})"
 
 
 class LinkShard:

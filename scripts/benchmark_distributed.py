@@ -16,6 +16,12 @@ the cores): total expansions relative to the serial search (work overhead), link
 reports (completions sent to another actor) per expansion and per second, bytes per
 second, the coordinator's busy fraction, each worker's idle fraction, steps.
 
+``latency``: why a link table held by one process costs work, without Ray: the serial
+loop in this process, except that a branch that completes a layer and goes on waits
+``--delays`` iterations before it enters the queue (0, then each delay), as it waits for
+a central table's answer before a worker can take it further; iterations to proof, to
+the first optimal mapping, and their ratio to no delay.
+
 ``overhead``: the distributed code without Ray: the serial search against two sharded
 explorers in this one process that take 100 ms turns and exchange packed batches, for
 ``--iterations`` expansions each, alternating ``--repeat`` times; CPU per expansion, the
@@ -23,18 +29,22 @@ time spent packing and unpacking and settling the arrivals, and their sum per ar
 (``us_per_crossing``). What remains between this and a Ray run is what
 Ray, the coordinator and the second core add.
 
-Rows go to ``results/distributed-proof.csv``, ``results/distributed-scaling.csv`` and
-``results/distributed-overhead.csv`` (appended, with the command and date).
+Rows go to ``results/distributed-proof.csv``, ``results/distributed-scaling.csv``,
+``results/distributed-latency.csv`` and ``results/distributed-overhead.csv`` (appended,
+with the command and date).
 
     python scripts/benchmark_distributed.py proof --networks insurance,water,seagrass-2slices
     python scripts/benchmark_distributed.py proof --networks insurance --workers 2 --repeat 3
+    python scripts/benchmark_distributed.py proof --networks seagrass-2slices --workers 2 --link-tables sharded,coordinator
     python scripts/benchmark_distributed.py scaling --networks seagrass-1slice,child
+    python scripts/benchmark_distributed.py latency --networks seagrass-2slices --delays 100,1000,3000
     python scripts/benchmark_distributed.py overhead --networks insurance --iterations 200000 --repeat 3
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import datetime
 import math
 import multiprocessing
@@ -124,14 +134,15 @@ def proof(args: argparse.Namespace) -> None:
             row = proof_row(label, "serial", serial, args, 1.0, 1.0)
             rows.append(row)
             print(row, flush=True)
-            for workers in args.workers:
-                got = run_ray(label, workers, args.time_limit, memory_limit=args.memory_limit)
-                row = proof_row(label, f"ray W={workers}", got, args,
-                                round(serial["wall_seconds"] / got["wall_seconds"], 2),
-                                round(got["iterations"] / max(1, serial["iterations"]), 3))
-                rows.append(row)
-                speedups.setdefault(row["variant"], []).append(row["speedup"])
-                print(row, flush=True)
+            for table in args.link_tables.split(","):
+                for workers in args.workers:
+                    got = run_ray(label, workers, args.time_limit, table, args.memory_limit)
+                    variant = f"ray W={workers}" + ("" if table == "sharded" else f" {table}")
+                    row = proof_row(label, variant, got, args, round(serial["wall_seconds"] / got["wall_seconds"], 2),
+                                    round(got["iterations"] / max(1, serial["iterations"]), 3))
+                    rows.append(row)
+                    speedups.setdefault(row["variant"], []).append(row["speedup"])
+                    print(row, flush=True)
             if args.capacity:
                 pair = run_pair(label, args.time_limit, args.memory_limit)
                 got = {**pair[0], "proven": all(p["proven"] for p in pair),
@@ -222,6 +233,72 @@ def overhead(args: argparse.Namespace) -> None:
             append(RESULTS / "distributed-overhead.csv", rows)
 
 
+def latency(args: argparse.Namespace) -> None:
+    for label in args.networks.split(","):
+        rows = [delayed(label, delay) for delay in [0, *args.delays]]
+        for row in rows:
+            row["work"] = round(row["iterations"] / rows[0]["iterations"], 3)
+            row["first_optimal_ratio"] = round(row["first_optimal"] / rows[0]["first_optimal"], 3)
+            print(row, flush=True)
+        stamp(rows, args)
+        append(RESULTS / "distributed-latency.csv", rows)
+
+
+def delayed(label: str, delay: int) -> dict:
+    """The serial search's loop (one explorer owning the whole link table, alpha 0.6, seed
+    0, the same incumbent to start from) on ``label`` to proof, each branch that completes a layer and
+    goes on held back for ``delay`` iterations before it enters the queue (looked at with
+    each child an expansion makes; all of them at once when nothing else is left to
+    expand)."""
+    from dcmap_dist.cost.dcmap import DcmapCost
+    from dcmap_dist.limits import Limits, Stopwatch
+    from dcmap_dist.search.explorer import Explorer
+    from dcmap_dist.search.heuristics import incumbent
+    from dcmap_dist.search.linking import LinkShard
+    from dcmap_dist.search.problem import Problem, within
+
+    class Delayed(Explorer):
+        def __init__(self, problem: Problem) -> None:
+            super().__init__(problem, 0.6, 0, LinkShard(0))
+            self.held: collections.deque = collections.deque()  # (iteration it is released at, branch)
+
+        def release(self) -> None:
+            while self.held and self.held[0][0] <= self.iterations:
+                self.queue.push(self.held.popleft()[1])
+
+        def _link_inside(self, branch):  # every child of an expansion passes here or below
+            self.release()
+            return super()._link_inside(branch)
+
+        def _complete(self, branch):
+            self.release()
+            survivor = super()._complete(branch)
+            if survivor is None or delay == 0:
+                return survivor
+            self.held.append((self.iterations + delay, survivor))
+            return None
+
+    net, order = network(label)
+    problem = Problem(net, DcmapCost(order), "merge")
+    cpu = time.process_time()
+    explorer = Delayed(problem)
+    first = incumbent(problem, Stopwatch(Limits()))
+    explorer.improve(first.cost, first.trail)
+    root = problem.root()
+    explorer.active = explorer.offer(problem.link_key(root), root)
+    while True:
+        explorer.step(Stopwatch(Limits()))
+        if not explorer.held:
+            break
+        while explorer.held:
+            explorer.queue.push(explorer.held.popleft()[1])
+    cpu = time.process_time() - cpu
+    optimum = explorer.g_min
+    first = next(iteration for iteration, _, cost, _ in explorer.improvements if within(cost, optimum))
+    return {"network": label, "delay": delay, "cost": round(optimum, 6), "iterations": explorer.iterations,
+            "first_optimal": first, "cpu_seconds": round(cpu, 2)}
+
+
 def in_process(label: str, shards: int, iterations: int) -> dict:
     """``iterations`` expansions of ``label`` by ``shards`` explorers in this process, each
     owning its shard of the link table (one: the serial search), taking 100 ms turns and
@@ -285,9 +362,12 @@ def stamp(rows: list[dict], args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=("proof", "scaling", "overhead"))
+    parser.add_argument("part", choices=("proof", "scaling", "latency", "overhead"))
     parser.add_argument("--networks", default="insurance,water,seagrass-2slices")
-    parser.add_argument("--link-tables", default="sharded,coordinator")
+    parser.add_argument("--link-tables", default=None,
+                        help="proof: sharded (the default), scaling: sharded,coordinator (the default)")
+    parser.add_argument("--delays", type=lambda text: [int(d) for d in text.split(",")], default=[100, 1000, 3000],
+                        help="latency: iterations a completed branch waits, besides 0")
     parser.add_argument("--time-limit", type=float, default=3600.0)
     parser.add_argument("--memory-limit", type=float, default=None,
                         help="proof: MiB per process (the serial search; each Ray worker)")
@@ -300,9 +380,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1,
                         help="proof, overhead: run the serial search and the Ray runs this many times, alternating")
     args = parser.parse_args()
+    if args.link_tables is None:
+        args.link_tables = "sharded,coordinator" if args.part == "scaling" else "sharded"
     os.nice(15 - os.nice(0))  # the serial run at the niceness Ray gives its workers (15): same footing
-    if args.part == "overhead":  # no Ray
-        overhead(args)
+    if args.part in ("latency", "overhead"):  # no Ray
+        (latency if args.part == "latency" else overhead)(args)
         return
     import ray
 

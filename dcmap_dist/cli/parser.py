@@ -137,7 +137,8 @@ def _run_options(parser: argparse.ArgumentParser, resuming: bool = False) -> Non
                              "a private Ray on this machine, stopped afterwards) or HOST:PORT")
     parser.add_argument("--link-table", choices=("sharded", "coordinator"), default="sharded",
                         help="where the dominance table lives with --workers: sharded over the workers "
-                             "(default) or on the coordinator")
+                             "(default) or on the coordinator (the brief's design; it does several times the "
+                             "work: docs/distributed.md)")
     parser.add_argument("--snapshot-every", type=_POSITIVE, default=30.0, metavar="S",
                         help="with --workers: snapshot every S s at least, to recover a lost worker (30)")
     if not resuming:

@@ -212,8 +212,13 @@ def test_a_completed_layers_key_holds_the_branchs_own_frontier(key):
         assert len({id(x) for x in shapes}) == len(set(shapes)) < len(shapes)
         masks = [x for shape in set(shapes) for x in shape]
         assert len({id(x) for x in masks}) == len(set(masks)) < len(masks)
-        kept = problem.keys._shapes  # each shape once, as its own key
-        assert len(kept) == len(set(shapes)) and all(key is value for key, value in kept.items())
+        kept = problem.keys._tuples  # each shape once, as its own key
+        assert all(kept[shape] is shape for shape in shapes) and all(key is value for key, value in kept.items())
+        inside = [problem.link_key(branch) for branch, _, _ in records if not branch.layer_done]
+        assert len(inside) > 20
+        for part in (0, 1, 3):  # inside a layer, its head, its cluster-layers and its blocked pairs too
+            values = [stored[part] for stored in inside]
+            assert len({id(x) for x in values}) == len(set(values)) < len(values)
 
 
 def test_a_records_histories_are_kept_in_order_and_read_back():

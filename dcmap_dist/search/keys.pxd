@@ -7,6 +7,6 @@ from dcmap_dist.search.branch cimport Branch
 cdef class LinkKeys:
     cdef public Topology topo
     cdef public object kind, parents_of, closures, _reach, final
-    cdef public dict _masks, _shapes
+    cdef public dict _masks, _tuples
     cpdef object of(self, Branch branch)
     cpdef object _full(self, Branch branch, tuple comps, object fixed, tuple frontier)

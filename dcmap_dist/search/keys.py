@@ -31,10 +31,11 @@ class LinkKeys:
         # descendants of the unplaced nodes: the only placed nodes a future contiguity
         # check can reach
         self._reach = Memo(lambda rest: union_of(topo.desc, rest))
-        # each union and outside mask, and each shape, a key holds, as its first object: the
-        # keys of a search repeat few distinct values of either
+        # each mask (a union, an outside, the blocked pairs) and each tuple (a shape; inside a
+        # layer, a head and a group of cluster-layers) a key holds, as its first object: the
+        # keys of a search repeat few distinct values of each
         self._masks: dict[int, int] = {}
-        self._shapes: dict[tuple, tuple] = {}
+        self._tuples: dict[tuple, tuple] = {}
         self.final = (topo.l_max, (), ()) if kind == "full" else (topo.l_max, (), (), 0)
 
     def of(self, branch: Any) -> tuple:
@@ -57,11 +58,12 @@ class LinkKeys:
         items, shape, blocked)``: ``items`` the cluster-layers (of a completed layer, the
         branch's sorted frontier itself; inside a layer, the parts' cluster-layers part
         after part), ``shape`` per part ``union, outside`` (``union`` its cluster-layers'
-        members; :func:`key_parts` reads the parts; one object per value, as are its
-        masks) and ``blocked`` one int, bit
+        members; :func:`key_parts` reads the parts) and ``blocked`` one int, bit
         ``i * parts + j`` for a pair of parts ``i < j`` that can never merge; ``full`` is
         ``(head, component masks, items)``, its head ``(layer, assigned, fixed)`` inside a
-        layer (``fixed``: bit ``i`` for component ``i``).
+        layer (``fixed``: bit ``i`` for component ``i``). In a ``lean`` key the shape, its
+        masks and ``blocked``, and inside a layer the head and ``items``, are one object
+        per value.
         """
         topo = self.topo
         layer = branch.layer
@@ -112,11 +114,13 @@ class LinkKeys:
             shape.append(part[5])
             shape.append(out & reach)
         shape = tuple(shape)
-        known_shape = self._shapes.get(shape)
+        kept = self._tuples
+        masks = self._masks
+        known_shape = kept.get(shape)
         if known_shape is None:  # kept once, as its own key, of masks kept once
-            masks = self._masks
             known_shape = tuple([masks.setdefault(mask, mask) for mask in shape])
-            self._shapes[known_shape] = known_shape
+            kept[known_shape] = known_shape
+        blocked = masks.setdefault(blocked, blocked)
         if branch.layer_done:  # the frontier itself, sorted, and shared with the branch
             return layer, frontier, known_shape, blocked
         grouped = []  # the parts' cluster-layers, part after part
@@ -127,7 +131,9 @@ class LinkKeys:
                 fixed |= 1 << i
                 if layers_i >> layer & 1:  # only a fixed component holds a node of this layer
                     held |= 1 << i
-        return (layer, branch.assigned, fixed, held), tuple(grouped), known_shape, blocked
+        head = (layer, branch.assigned, fixed, held)
+        items = tuple(grouped)
+        return kept.setdefault(head, head), kept.setdefault(items, items), known_shape, blocked
 
     def _full(self, branch: Any, comps: tuple, fixed: int, frontier: tuple) -> tuple:
         """The ``full`` key of :meth:`of`, from the components (``fixed``: which are

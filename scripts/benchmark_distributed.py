@@ -262,16 +262,17 @@ def delayed(label: str, delay: int) -> dict:
             super().__init__(problem, 0.6, 0, LinkShard(0))
             self.held: collections.deque = collections.deque()  # (iteration it is released at, branch)
 
-        def release(self) -> None:
-            while self.held and self.held[0][0] <= self.iterations:
+        def release(self, until: float) -> None:
+            """Queue the held branches due by iteration ``until``."""
+            while self.held and self.held[0][0] <= until:
                 self.queue.push(self.held.popleft()[1])
 
         def _link_inside(self, branch):  # every child of an expansion passes here or below
-            self.release()
+            self.release(self.iterations)
             return super()._link_inside(branch)
 
         def _complete(self, branch):
-            self.release()
+            self.release(self.iterations)
             survivor = super()._complete(branch)
             if survivor is None or delay == 0:
                 return survivor
@@ -282,16 +283,15 @@ def delayed(label: str, delay: int) -> dict:
     problem = Problem(net, DcmapCost(order), "merge")
     cpu = time.process_time()
     explorer = Delayed(problem)
-    first = incumbent(problem, Stopwatch(Limits()))
-    explorer.improve(first.cost, first.trail)
+    start = incumbent(problem, Stopwatch(Limits()))
+    explorer.improve(start.cost, start.trail)
     root = problem.root()
     explorer.active = explorer.offer(problem.link_key(root), root)
     while True:
         explorer.step(Stopwatch(Limits()))
         if not explorer.held:
             break
-        while explorer.held:
-            explorer.queue.push(explorer.held.popleft()[1])
+        explorer.release(math.inf)  # nothing else left to expand: all of them now
     cpu = time.process_time() - cpu
     optimum = explorer.g_min
     first = next(iteration for iteration, _, cost, _ in explorer.improvements if within(cost, optimum))

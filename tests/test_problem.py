@@ -103,7 +103,7 @@ def test_a_user_models_cycles_are_left_to_the_collector(child):
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
-def test_children_at_one_point_hold_one_frontier_object(scheme):
+def test_children_at_one_point_hold_one_frontier_object_of_shared_items(scheme):
     # most open branches repeat a frontier another branch holds: the children of every
     # expansion take the first frontier met at their point from the bound's memo, so equal
     # frontiers are one object (docs/search.md, "The search's state in memory")
@@ -116,3 +116,9 @@ def test_children_at_one_point_hold_one_frontier_object(scheme):
                 objects.setdefault((branch.layer, branch.assigned, branch.frontier), set()).add(id(branch.frontier))
         assert objects and all(len(ids) == 1 for ids in objects.values()), seed
         assert len(objects) < sum(1 for branch, _, _ in records if branch.layer > 0 and branch.assigned != 0)
+        # and a frontier item (members, message) is one object per value, in every branch
+        items: dict[tuple, set[int]] = {}
+        for branch, _, _ in records:
+            for item in branch.frontier:
+                items.setdefault(item, set()).add(id(item))
+        assert all(len(ids) == 1 for ids in items.values()), seed

@@ -132,7 +132,8 @@ def all_singletons(problem: Problem) -> Branch:
     for l in range(topo.l_max + 1):
         for i in bits(topo.layer_mask[l]):
             kids = tuple((1 << c, messages[c]) for c in bits(topo.children[i]))
-            c, messages[i] = problem.cluster_layer_cost(1 << i, 1 << i, kids)
+            c, item = problem.cluster_layer_cost(1 << i, 1 << i, kids)
+            messages[i] = item[1]
             cost += c
     return Branch(topo.l_max, -1, (), (), cost)
 

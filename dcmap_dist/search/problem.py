@@ -47,7 +47,8 @@ class Problem:
         self.model = model
         self.scheme = scheme
         self.topo = topo = Topology(network)
-        self._costs = Memo(self._evaluate)  # (nodes, same, children...) -> (cost, message): see _evaluate
+        self._costs = Memo(self._evaluate)  # (nodes, same, children...) -> (cost, item): see _evaluate
+        self._items: dict[tuple, tuple] = {}  # frontier items (nodes, message), one object per value
         # the messages as the search holds them: codes, or one object per distinct value
         self.messages = MessageCodes(self.graph, node_set_messages(model))
         # node-set facts, memoised (a hit is one dict lookup: these are read tens to
@@ -92,9 +93,10 @@ class Problem:
         return branch
 
     def cluster_layer_cost(self, nodes: int, cluster: int,
-                           children: tuple[tuple[int, Hashable], ...]) -> tuple[float, Hashable]:
-        """Cost and message of cluster-layer ``nodes`` in the cluster ``cluster`` (a mask)
-        given its children ``(members, message)``, memoised."""
+                           children: tuple[tuple[int, Hashable], ...]) -> tuple[float, tuple[int, Hashable]]:
+        """Cost and frontier item ``(nodes, message)`` of cluster-layer ``nodes`` in the
+        cluster ``cluster`` (a mask) given its children ``(members, message)``, memoised;
+        the item is one object per value, shared by every branch that holds it."""
         key = [nodes, 0]
         same = 0
         for item in children:
@@ -104,8 +106,8 @@ class Problem:
         key[1] = same
         return self._costs[tuple(key)]
 
-    def _evaluate(self, key: tuple) -> tuple[float, Hashable]:
-        """The cost model's answer for a key of the cost memo (a miss): ``(nodes, same,
+    def _evaluate(self, key: tuple) -> tuple[float, tuple[int, Hashable]]:
+        """The cost and frontier item for a key of the cost memo (a miss): ``(nodes, same,
         members, message, members, message, ...)``, the cluster-layer ``nodes`` and its
         children, ``same`` the union of those in its cluster (flat: a cluster-layer of a wide
         network has up to a hundred children)."""
@@ -119,7 +121,8 @@ class Problem:
         layer = topo.layer[(nodes & -nodes).bit_length() - 1]
         ctx = CostContext(topo.names(nodes), layer, self.graph, sort_children(kids))
         value, message = self.model.evaluate(ctx)
-        return checked_cost(value, ctx), self.messages.held(message)
+        item = (nodes, self.messages.held(message))
+        return checked_cost(value, ctx), self._items.setdefault(item, item)
 
     # -- the search tree ----------------------------------------------------
     def root(self) -> Branch:
@@ -128,10 +131,10 @@ class Problem:
         comps = []
         frontier = []
         for i in bits(self.topo.layer_mask[0]):
-            c, msg = self.cluster_layer_cost(1 << i, 1 << i, ())
+            c, item = self.cluster_layer_cost(1 << i, 1 << i, ())
             cost += c
             comps.append(1 << i)
-            frontier.append((1 << i, msg))
+            frontier.append(item)
         return self.score(self.finish_layer(Branch(0, -1, tuple(comps), tuple(frontier), cost)))
 
     def next_proposal(self, branch: Branch) -> int:
@@ -183,8 +186,8 @@ class Problem:
         return children
 
     def _new_cluster_layer(self, nodes: int, cluster: int,
-                           frontier: tuple[tuple[int, Hashable], ...]) -> tuple[float, Hashable]:
-        """Cost of a new cluster-layer ``nodes`` whose component (after merging) is
+                           frontier: tuple[tuple[int, Hashable], ...]) -> tuple[float, tuple[int, Hashable]]:
+        """Cost and frontier item of a new cluster-layer ``nodes`` whose component (after merging) is
         ``cluster``; its children are among the frontier cluster-layers ``frontier``."""
         kids = self.children_of[nodes]
         return self.cluster_layer_cost(nodes, cluster, tuple([item for item in frontier if item[0] & kids]))
@@ -207,9 +210,9 @@ class Problem:
             union = joined
             for j in bits(merged):
                 union |= comps[j]
-            c, msg = self._new_cluster_layer(joined, union, below)
+            c, item = self._new_cluster_layer(joined, union, below)
             cost += c
-            frontier.append((joined, msg))
+            frontier.append(item)
         reachable = reach.get(merged)  # parents of the components still unfixed
         if reachable is None:
             reachable = 0
@@ -221,8 +224,7 @@ class Problem:
         for i in bits(singles):
             single = single_costs.get(i)
             if single is None:
-                c, msg = self._new_cluster_layer(1 << i, 1 << i, below)
-                single = single_costs[i] = (c, (1 << i, msg))
+                single = single_costs[i] = self._new_cluster_layer(1 << i, 1 << i, below)
             cost += single[0]
             frontier.append(single[1])
         layer = branch.layer

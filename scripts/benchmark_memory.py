@@ -76,12 +76,14 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
     from dcmap_dist.search import linking
     from dcmap_dist.search.problem import Problem
 
-    if label.startswith("seagrass-"):
-        network = load_network(str(NETWORKS / "seagrass-2tbn.json"), slices=int(label[9]), order="paper")
+    if label.startswith("seagrass-"):  # seagrass-1slice, seagrass-2slices: the paper's order
+        network = load_network(str(NETWORKS / "seagrass-2tbn.json"), slices=int(label[9]))
+        model = load_cost("dcmap", order="paper")
     else:
         network = load_network(str(NETWORKS / f"{label}.bif.gz"))
+        model = load_cost("dcmap")
     part = max(network.components(), key=len)
-    problem = Problem(part, load_cost("dcmap"), "merge", graph=network)
+    problem = Problem(part, model, "merge", graph=network)
     cpu = time.process_time()
     search = SerialSearch(problem, 0.6, 0, Limits(max_iterations=iterations), None, None, reports=False)
     while not search.advance(None).stopped:
@@ -94,13 +96,14 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
     messages = getattr(problem, "_messages", None)  # a tree before the codes (0ce4211 and older)
     deep_size(vars(problem.messages) if messages is None else messages, seen)
     deep_size(problem.topo, seen)
+    before = getattr(problem.bound, "_known_before", {})  # the memo's older generation (none before 2026-11-27)
     histories_of = getattr(linking, "histories_of", list)  # a tree before a record's histories were one run of bytes
     structures = [
         ("open branches", explorer.open_count(), [explorer.active, queue.by_cost, queue.by_layer]),
         ("link records", len(shard.entries), shard.entries),
         ("histories", sum(len(histories_of(held)) for held in shard.histories.values()), shard.histories),
         ("dominated", len(explorer.dominated), explorer.dominated),
-        ("bound memo", len(problem.bound._known), problem.bound._known),
+        ("bound memo", len(problem.bound._known) + len(before), [problem.bound._known, before]),
         ("cost memo", len(problem._costs), problem._costs),
     ]
     common = {"network": label, "iterations": explorer.iterations, "cpu_seconds": round(cpu, 1),

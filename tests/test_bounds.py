@@ -1,17 +1,20 @@
 """Tests of search/bounds.py: the lower bound is admissible on every branch of the whole
-expansion tree, for the built-in and user models, and the check catches a raised bound."""
+expansion tree, for the built-in and user models, and the check catches a raised bound;
+its memo forgets what it can compute again."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
-from search_costs import random_network, same_cluster_cost
+from search_costs import partition, random_network, same_cluster_cost, wide_network
 from search_helpers import SCHEMES, walk_tree
 
+from dcmap_dist import solve
 from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.cost.user import load_cost
 from dcmap_dist.model.network import Network
+from dcmap_dist.search import bounds
 from dcmap_dist.search.problem import Problem
 
 
@@ -152,3 +155,26 @@ def test_a_per_message_bound_is_charged_once_per_absorbing_layer():
     network = Network("skip", list(states), states, [("a", "b"), ("r", "b"), ("b", "c"), ("a", "c")])
     problem = Problem(network, load_cost(PerMessage()))
     assert problem.lower_bound(problem.root()) == 2.0
+
+
+def test_the_bound_memo_keeps_two_generations_and_forgets_the_rest(monkeypatch):
+    # the memo is a cache of two generations: with three points a generation it keeps at
+    # most six, and every bound it gives, remembered or computed again, is the bound
+    # computed afresh; a proof with it is the same, to the iteration, as with the default
+    monkeypatch.setattr(bounds, "KNOWN_KEPT", 3)
+    for seed in range(700, 706):
+        problem = Problem(random_network(seed, 6, 9), DcmapCost(), "merge")
+        records, _ = walk_tree(problem)
+        for branch, bound, _ in records:
+            assert bound == problem.bound._compute(branch.layer, branch.assigned, branch.frontier)
+        assert len(problem.bound._known) < 3 and len(problem.bound._known_before) == 3
+    for seed in range(3):
+        network = wide_network(seed)
+        monkeypatch.setattr(bounds, "KNOWN_KEPT", 2)
+        forgetful = solve(network, max_solutions=None)
+        monkeypatch.undo()
+        kept = solve(network, max_solutions=None)
+        assert forgetful.iterations == kept.iterations and forgetful.optimal_cost == kept.optimal_cost
+        assert forgetful.solution_count == kept.solution_count
+        assert ({partition(s.clusters) for s in forgetful.solutions}
+                == {partition(s.clusters) for s in kept.solutions})

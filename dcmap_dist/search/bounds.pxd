@@ -7,6 +7,6 @@ cdef class LowerBound:
     cdef public Topology topo
     cdef public object _own, _absorbed, _absorbing, _unplaced, _above
     cdef public object _absorptions, _absorbers, _groupings, _next_layers
-    cdef public dict _known
+    cdef public dict _known, _known_before
     cpdef object lookup(self, object layer, object assigned, object frontier)
     cpdef tuple known(self, object layer, object assigned, object frontier)

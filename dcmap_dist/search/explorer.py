@@ -43,7 +43,7 @@ INSIDE_REST = 16  # after a trial that does not, skip INSIDE_REST trials' worth 
 INSIDE_REST_MOST = 1024  # twice as many after each further such trial, up to this
 # the queue's heaps are rebuilt from their live entries when they hold more than
 # STALE_SHARE entries per live branch, plus STALE_FLOOR (see BranchQueue)
-STALE_SHARE = 4
+STALE_SHARE = 2.5
 STALE_FLOOR = 4096
 
 

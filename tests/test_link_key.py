@@ -28,8 +28,8 @@ from dcmap_dist.model.network import Network
 from dcmap_dist.search import explorer as explorer_module
 from dcmap_dist.search.audit import AuditError
 from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.search.linking import (CHEAPER, NEW, TIE, WORSE, LinkShard, first_history, histories_of, history_fields,
-                                       route, trail_count)
+from dcmap_dist.search.linking import (CHEAPER, NEW, TIE, WORSE, HistoryTable, LinkShard, first_history, histories_of,
+                                       history, history_fields, record_id, route, trail_count)
 from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 from search_costs import random_network
@@ -235,8 +235,7 @@ def test_a_records_histories_are_kept_in_order_and_read_back():
     assert shard.settle(("key",), 4.5, (None, 9), 20) == (WORSE, record, None)
     assert [history_fields(data) for data in histories_of(shard.histories[record])] == list(enumerate(trails, 10))
     assert histories_of(copy) == [first_history(shard.histories[record])]
-    assert shard.held({record, 12345}) == {record: shard.histories[record]}  # the search's own thread: no copies
-    assert shard.held({record})[record] is shard.histories[record]
+    assert shard.lookup({record, 12345}) == {record: shard.histories[record]}  # only the records it holds
     assert history_fields(first_history(shard.histories[record])) == (10, trails[0])
     outcome, newer, dominated = shard.settle(("key",), 3.0, (None, 2), 30)
     assert (outcome, dominated) == (CHEAPER, record) and histories_of(shard.histories[newer]) == \
@@ -249,3 +248,27 @@ def test_a_records_histories_are_kept_in_order_and_read_back():
     later = shard.entries[("next",)].record
     assert [history_fields(data)[1] for data in histories_of(shard.histories[later])] == [(record, 4), (other,)]
     assert trail_count((later,), shard.histories) == len(trails) + 1
+
+
+def test_a_history_table_holds_the_records_of_every_owner():
+    # a shard's histories in one buffer (HistoryTable): records of several owners (a
+    # resumed search holds those of its earlier runs) and sparse serials (a worker holds
+    # some of another's), read back as runs of bytes in the order they came, built from
+    # a dict, pickled (to another process) and added to
+    first, second, third = record_id(3, 1), record_id(0, 7), record_id(3, 900)
+    runs = {first: history(5, (None, 6)),
+            second: history(1, (None,)) + history(2, (first, 1 << 80)),
+            third: history(9, (None, 0))}
+    table = HistoryTable(runs)
+    assert dict(table) == runs and len(table) == 3 and set(table) == set(runs)
+    for absent in (record_id(3, 2), record_id(3, 901), record_id(5, 1), -1, "first"):
+        assert absent not in table
+    with pytest.raises(KeyError):
+        table[record_id(3, 2)]
+    assert pickle.loads(pickle.dumps(table)) == table == runs
+    assert HistoryTable.of(table) is table and HistoryTable.of(runs) == table
+    table.add(first, history(7, (second, 3)))
+    assert histories_of(table[first]) == [history(5, (None, 6)), history(7, (second, 3))]
+    assert table[second] == runs[second] and len(table) == 3
+    with pytest.raises(ValueError, match="not negative"):
+        table.add(-2, history(1, (None,)))

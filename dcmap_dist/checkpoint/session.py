@@ -24,7 +24,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from ..io.outputs import OutputError, check_not_package, unwritable
 from ..limits import StopReason
 from ..model.network import Network, NetworkError, network_from_dict
 from ..search.audit import Audit, AuditError
-from ..search.linking import MissingRecord, trail_path
+from ..search.linking import Histories, MissingRecord, trail_path
 from ..search.messages import MessageCodes, node_set_messages
 from ..search.outcome import SearchOutcome
 from ..search.problem import Problem, joins_to_clusters, within
@@ -297,7 +297,7 @@ class Resume:
                   f"checkpoint {self.directory}; the search goes on from the best that can ({best})", file=sys.stderr)
             counters["g_min"] = best
 
-    def _priced(self, problem: Problem, trail: list, histories: dict, cost: float, field: str) -> bool:
+    def _priced(self, problem: Problem, trail: list, histories: Mapping[int, Histories], cost: float, field: str) -> bool:
         """Whether the mapping of ``trail`` costs ``cost``: True, or False when a record
         it needs is not in the checkpoint (lost with a worker); CheckpointError if it
         is infeasible or costs something else."""

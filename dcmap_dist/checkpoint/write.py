@@ -10,7 +10,7 @@ import json
 import os
 import pickle
 import shutil
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -229,7 +229,7 @@ def state_batches(component: int, state: SearchState, kind: str, messages: Messa
         yield "dominated", _batch("dominated", len(chunk), {"component": [component] * len(chunk), "record": chunk})
 
 
-def history_batches(component: int, histories: dict[int, Histories]) -> Batches:
+def history_batches(component: int, histories: Mapping[int, Histories]) -> Batches:
     """The rows of the ``histories`` table of a component's link records, in batches of
     about :data:`BATCH_ROWS` rows (a record's histories stay in one batch)."""
     held_by = iter(histories.items())

@@ -89,7 +89,7 @@ class SerialSearch:
                 watch.reserve = saver.reserve(write_size(explorer.open_count(), len(explorer.shard.entries)))
             stop = explorer.step(watch, until=time.perf_counter() + TURN_SECONDS)
             self.heard = announce(self.problem, explorer.improvements, self.heard, self.on_improvement,
-                                  explorer.shard.held)
+                                  explorer.shard.lookup)
             if stop != StepEnd.BUDGET:
                 self.stop = stop
         if self.stop is not None:
@@ -111,7 +111,7 @@ class SerialSearch:
         final_bound = explorer.least_bound()  # a scan of every open branch: once
         found = outcome(shard.entries.get(explorer.final_key), self.first, proven,
                         StopReason.FINISHED if proven else self.stop, explorer.iterations, explorer.improvements,
-                        final_bound, self.watch.peak_memory_mb, shard.held, len(shard.entries))
+                        final_bound, self.watch.peak_memory_mb, shard.lookup, len(shard.entries))
         return Ending(found, progress(explorer, self.watch, final_bound))
 
 

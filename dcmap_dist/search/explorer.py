@@ -30,7 +30,7 @@ from operator import attrgetter
 from ..cost.dcmap import leaves_no_cycles
 from ..limits import SearchInterrupted, StepEnd, StopReason, Stopwatch
 from .branch import Branch
-from .linking import CHEAPER, NEW, Improvement, LinkShard, route
+from .linking import CHEAPER, NEW, HistoryTable, Improvement, LinkShard, route
 from .problem import Problem, within
 from .state import SearchState
 
@@ -390,7 +390,7 @@ class Explorer:
         link records into this explorer's shard (if it has one), its dominated records,
         its open branches, then its completions in flight, settled against those records."""
         if self.shard is not None:
-            self.shard.entries, self.shard.histories = state.entries, state.histories
+            self.shard.entries, self.shard.histories = state.entries, HistoryTable.of(state.histories)
         self.dominated = state.dominated
         self.adopt(state.branches)
         self.receive(state.arrivals)

@@ -21,15 +21,16 @@ equality is decided by the shard's dict, exactly.
 A *trail* is ``(record id or None, join mask, ...)``: the branch's history since
 its last link record (``None``: since the root). ``histories[record]`` holds a
 *history* for every branch that reached the record at its best cost: the iteration it
-was found at and its trail, as bytes (:func:`history`). Millions of them are kept, so a
-record's histories are one run of bytes, one history after another (``bytes``, then a
-``bytearray`` from its first tie on), read back with :func:`histories_of`.
+was found at and its trail, as bytes (:func:`history`). A record's histories read as one
+run of bytes, one history after another (:func:`histories_of` splits it). Millions of
+them are kept, so a shard keeps them all in one buffer (:class:`HistoryTable`).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from .problem import within
 
@@ -39,6 +40,8 @@ Histories = bytes | bytearray  # a record's histories, one after another: see hi
 # bytes of the whole history, iteration found, previous record (-1: the root)
 _HISTORY_HEAD = struct.Struct("<Iqq")
 _MASK_SIZE = struct.Struct("<H")  # bytes of a join mask that follows
+_PREVIOUS = struct.Struct("<q")  # where the record's previous history is kept (-1: none)
+SERIAL_BITS = 36  # a record id is its owner's number, then this many bits of its serial
 Improvement = tuple[int, float, float, tuple]  # (iteration, seconds, cost, trail of the mapping)
 
 
@@ -134,7 +137,90 @@ def route(key: tuple, shards: int) -> int:
 def record_id(owner: int, serial: int) -> int:
     """A record id unique across the whole search: the owner's number (unique per
     shard and per start of a run) and its own counter."""
-    return (owner << 36) | serial
+    return (owner << SERIAL_BITS) | serial
+
+
+class HistoryTable(Mapping):
+    """The tied histories of a shard's link records: a mapping from a record id to the
+    record's histories, one after another (``bytes``, made on each read).
+
+    One ``bytearray`` holds every history, each after the offset of its record's
+    previous history (int64, -1 for the first); per owner of record ids
+    (:func:`record_id`), an int64 ``array`` indexed by the serial holds the offset of
+    each record's last history (-1: none). A record costs 8 bytes here and a history 8
+    more than its own bytes, where a dict of runs of bytes spent more on each record's
+    key, slot and object header than on its histories. ``histories`` (a mapping of the
+    same kind) fills it."""
+
+    __slots__ = ("_store", "_last", "_records")
+
+    def __init__(self, histories: Mapping[int, Histories] | None = None) -> None:
+        self._store = bytearray()
+        self._last: dict[int, array] = {}  # owner -> offset of each serial's last history
+        self._records = 0
+        for record, held in (histories or {}).items():
+            for data in histories_of(held):
+                self.add(record, data)
+
+    @classmethod
+    def of(cls, histories: Mapping[int, Histories]) -> HistoryTable:
+        """``histories`` as a table: itself if it is one."""
+        return histories if isinstance(histories, HistoryTable) else cls(histories)
+
+    def add(self, record: int, data: History) -> None:
+        """Add the history ``data`` to the record's (a new record if it has none)."""
+        if record < 0:
+            raise ValueError(f"record ids are not negative: {record}")
+        owner, serial = record >> SERIAL_BITS, record & ((1 << SERIAL_BITS) - 1)
+        last = self._last.get(owner)
+        if last is None:
+            last = self._last[owner] = array("q")
+        if serial >= len(last):
+            last.frombytes(b"\xff" * (last.itemsize * (serial + 1 - len(last))))  # -1s
+        previous = last[serial]
+        if previous < 0:
+            self._records += 1
+        store = self._store
+        last[serial] = len(store)
+        store += _PREVIOUS.pack(previous)
+        store += data
+
+    def _last_of(self, record: int) -> int:
+        """Where the record's last history is kept; -1 if it has none."""
+        last = self._last.get(record >> SERIAL_BITS) if record >= 0 else None
+        serial = record & ((1 << SERIAL_BITS) - 1)
+        return last[serial] if last is not None and serial < len(last) else -1
+
+    def __getitem__(self, record: int) -> bytes:
+        at = self._last_of(record)
+        if at < 0:
+            raise KeyError(record)
+        store = self._store
+        pieces = []
+        while at >= 0:
+            start = at + _PREVIOUS.size
+            pieces.append(store[start:start + _HISTORY_HEAD.unpack_from(store, start)[0]])
+            at = _PREVIOUS.unpack_from(store, at)[0]
+        pieces.reverse()
+        return b"".join(pieces)
+
+    def __contains__(self, record: object) -> bool:
+        try:
+            return self._last_of(record) >= 0
+        except TypeError:  # not a record id
+            return False
+
+    def __iter__(self) -> Iterator[int]:
+        for owner, last in list(self._last.items()):
+            for serial, at in enumerate(last):
+                if at >= 0:
+                    yield (owner << SERIAL_BITS) | serial
+
+    def __len__(self) -> int:
+        return self._records
+
+    def __repr__(self) -> str:
+        return f"HistoryTable({self._records} records, {len(self._store)} bytes)"
 
 
 class Entry:
@@ -170,7 +256,7 @@ class LinkShard:
     def __init__(self, owner: int) -> None:
         self.owner = owner
         self.entries: dict[tuple, Entry] = {}
-        self.histories: dict[int, Histories] = {}
+        self.histories = HistoryTable()
         self._serial = 0
 
     def settle(self, key: tuple, cost: float, trail: tuple, iteration: int) -> tuple[str, int, int | None]:
@@ -182,10 +268,7 @@ class LinkShard:
         if entry is not None:
             if within(entry.best, cost):  # not cheaper
                 if within(cost, entry.best):
-                    held = self.histories[entry.record]
-                    if type(held) is bytes:  # its first tie: from now on it grows in place
-                        held = self.histories[entry.record] = bytearray(held)
-                    held += history(iteration, trail)
+                    self.histories.add(entry.record, history(iteration, trail))
                     entry.best = min(entry.best, cost)
                     return TIE, entry.record, None
                 return WORSE, entry.record, None
@@ -193,19 +276,14 @@ class LinkShard:
         self._serial += 1
         record = record_id(self.owner, self._serial)
         self.entries[key] = Entry(cost, record)
-        self.histories[record] = history(iteration, trail)
+        self.histories.add(record, history(iteration, trail))
         return (NEW if dominated is None else CHEAPER), record, dominated
 
     def lookup(self, records: Iterable[int]) -> dict[int, Histories]:
-        """The histories of those of ``records`` this shard holds, as ``bytes`` copies: a
-        worker answers in a thread of its own while its search may add ties."""
-        return {r: bytes(self.histories[r]) for r in records if r in self.histories}
-
-    def held(self, records: Iterable[int]) -> dict[int, Histories]:
-        """The histories of those of ``records`` this shard holds, its own objects: for the
-        thread that runs the search (the end of a search gathers nearly every record, and
-        copies would hold its histories twice)."""
-        return {r: self.histories[r] for r in records if r in self.histories}
+        """The histories of those of ``records`` this shard holds (``bytes``, made as they
+        are read: a worker answers in a thread of its own while its search may add ties)."""
+        histories = self.histories
+        return {r: histories[r] for r in records if r in histories}
 
 
 def gather_histories(trails: Iterable[tuple], fetch: Callable[[set[int]], dict[int, Histories]],
@@ -228,7 +306,7 @@ def gather_histories(trails: Iterable[tuple], fetch: Callable[[set[int]], dict[i
     return found
 
 
-def trail_joins(trail: tuple, histories: dict[int, Histories]) -> Iterator[tuple[tuple[int, ...], int]]:
+def trail_joins(trail: tuple, histories: Mapping[int, Histories]) -> Iterator[tuple[tuple[int, ...], int]]:
     """Every mapping a trail stands for, as (join masks, iteration found)."""
     stack: list[tuple[tuple, tuple[int, ...], int]] = [(trail, (), 0)]
     while stack:
@@ -257,12 +335,12 @@ def trail_path(trail: tuple, fetch: Callable[[set[int]], dict[int, Histories]]) 
         trail = history_fields(first_history(got[record]))[1]
 
 
-def trail_count(trail: tuple, histories: dict[int, Histories], memo: dict[int, int] | None = None) -> int:
+def trail_count(trail: tuple, histories: Mapping[int, Histories], memo: dict[int, int] | None = None) -> int:
     """How many mappings a trail stands for, without listing them."""
     return _record_count(trail[0], histories, {} if memo is None else memo)
 
 
-def _record_count(record: int | None, histories: dict[int, Histories], memo: dict[int, int]) -> int:
+def _record_count(record: int | None, histories: Mapping[int, Histories], memo: dict[int, int]) -> int:
     """How many mappings the trails through ``record`` stand for (1 for the root)."""
     if record is None:
         return 1

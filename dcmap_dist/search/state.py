@@ -4,6 +4,7 @@ many actors held it, and the counters that go with it. Checkpoints write it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ class SearchState:
     branches: list[Branch] = field(default_factory=list)
     arrivals: list[tuple[tuple, Branch]] = field(default_factory=list)
     entries: dict[tuple, Entry] = field(default_factory=dict)
-    histories: dict[int, Histories] = field(default_factory=dict)
+    histories: Mapping[int, Histories] = field(default_factory=dict)  # a dict, or a shard's HistoryTable
     dominated: set[int] = field(default_factory=set)
 
 

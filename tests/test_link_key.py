@@ -29,7 +29,8 @@ from dcmap_dist.search import explorer as explorer_module
 from dcmap_dist.search.audit import AuditError
 from dcmap_dist.search.explorer import Explorer
 from dcmap_dist.search.linking import (CHEAPER, NEW, TIE, WORSE, HistoryTable, LinkShard, first_history, histories_of,
-                                       history, history_fields, record_id, route, trail_count)
+                                       history, history_fields, history_parts, history_record, record_id, route,
+                                       trail_count)
 from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 from search_costs import random_network
@@ -272,3 +273,18 @@ def test_a_history_table_holds_the_records_of_every_owner():
     assert table[second] == runs[second] and len(table) == 3
     with pytest.raises(ValueError, match="not negative"):
         table.add(-2, history(1, (None,)))
+
+
+def test_a_history_reads_back_whatever_the_widths_of_its_numbers():
+    # a history's lengths are varints and its iteration and record take the bytes they
+    # need (linking.history): small and wide values, a join of no nodes, masks and
+    # histories longer than one varint byte can count
+    wide = (1 << 1100) | 5  # 138 bytes
+    for iteration in (0, 1, 127, 128, 2**40):
+        for trail in ((None,), (0,), (record_id(7, 2**35), 0, wide, 5), (None, (1 << 1016) - 1), (2**63 - 2, 1)):
+            data = history(iteration, trail)
+            assert history_fields(data) == (iteration, trail) and history_record(data) == trail[0]
+            other = history(3, (None, 1))
+            assert histories_of(data + other) == [data, other] and first_history(data + other) == data
+            assert list(history_parts(other + data))[1] == (iteration, trail[0], [
+                (mask.to_bytes((mask.bit_length() + 7) >> 3, "little") or b"\0") for mask in trail[1:]])

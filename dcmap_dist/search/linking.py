@@ -37,29 +37,65 @@ from .problem import within
 NEW, CHEAPER, TIE, WORSE = "new", "cheaper", "tie", "worse"
 History = bytes  # one history: see history()
 Histories = bytes | bytearray  # a record's histories, one after another: see histories_of()
-# bytes of the whole history, iteration found, previous record (-1: the root)
-_HISTORY_HEAD = struct.Struct("<Iqq")
-_MASK_SIZE = struct.Struct("<H")  # bytes of a join mask that follows
 _PREVIOUS = struct.Struct("<q")  # where the record's previous history is kept (-1: none)
 SERIAL_BITS = 36  # a record id is its owner's number, then this many bits of its serial
 Improvement = tuple[int, float, float, tuple]  # (iteration, seconds, cost, trail of the mapping)
 
 
 def history(iteration: int, trail: tuple) -> History:
-    """A history as bytes: its own length (uint32), then the iteration and the trail's
-    record as two little-endian int64 (-1: the root), then each join mask as its length
-    in bytes (uint16) and its little-endian bytes. The length lets a record keep its
-    histories one after another."""
+    """A history as bytes: the length of the rest (a varint), then one byte giving the
+    bytes of the iteration (low four bits) and of the trail's record plus one (high four
+    bits; 0 for the root), those two as little-endian unsigned ints of that many bytes,
+    then each join mask as its length in bytes (a varint) and its little-endian bytes.
+    The length lets a record keep its histories one after another. (A varint: seven bits
+    a byte, lowest first, the top bit set on every byte but the last.)"""
     record = trail[0]
-    pieces = [b""]
-    size = _HISTORY_HEAD.size
+    record = 0 if record is None else record + 1
+    iteration_size = (iteration.bit_length() + 7) >> 3
+    record_size = (record.bit_length() + 7) >> 3
+    pieces = [bytes((iteration_size | record_size << 4,)), iteration.to_bytes(iteration_size, "little"),
+              record.to_bytes(record_size, "little")]
     for mask in trail[1:]:
         length = (mask.bit_length() + 7) >> 3
-        pieces.append(_MASK_SIZE.pack(length))
+        pieces.append(_varint(length))
         pieces.append(mask.to_bytes(length, "little"))
-        size += _MASK_SIZE.size + length
-    pieces[0] = _HISTORY_HEAD.pack(size, iteration, -1 if record is None else record)
-    return b"".join(pieces)
+    body = b"".join(pieces)
+    return _varint(len(body)) + body
+
+
+def _varint(value: int) -> bytes:
+    """``value`` (not negative) as a varint (see :func:`history`)."""
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _varint_at(run: bytes | bytearray, at: int) -> tuple[int, int]:
+    """The varint that starts at ``at`` of ``run``, and where it ends."""
+    value = run[at]
+    at += 1
+    if value < 0x80:
+        return value, at
+    value &= 0x7F
+    shift = 7
+    while True:
+        byte = run[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+
+
+def _history_end(run: bytes | bytearray, at: int) -> int:
+    """Where the history that starts at ``at`` of a run ends."""
+    size, body = _varint_at(run, at)
+    return body + size
 
 
 def history_fields(data: History) -> tuple[int, tuple]:
@@ -82,13 +118,17 @@ def history_parts(held: Histories) -> Iterator[tuple[int, int | None, list[bytes
 def _history_at(run: bytes, at: int) -> tuple[int, int, int | None, list[bytes]]:
     """The history that starts at ``at`` of a run: where it ends, its iteration, its
     trail's record (None: the root) and its join masks as bytes (see :func:`history_parts`)."""
-    size, iteration, record = _HISTORY_HEAD.unpack_from(run, at)
+    size, at = _varint_at(run, at)
     end = at + size
-    at += _HISTORY_HEAD.size
+    sizes = run[at]
+    iteration_end = at + 1 + (sizes & 15)
+    record_end = iteration_end + (sizes >> 4)
+    iteration = int.from_bytes(run[at + 1:iteration_end], "little")
+    record = int.from_bytes(run[iteration_end:record_end], "little") - 1
+    at = record_end
     joins = []
     while at < end:
-        length = _MASK_SIZE.unpack_from(run, at)[0]
-        at += _MASK_SIZE.size
+        length, at = _varint_at(run, at)
         joins.append(run[at:at + length] or b"\0")
         at += length
     return end, iteration, None if record < 0 else record, joins
@@ -96,7 +136,10 @@ def _history_at(run: bytes, at: int) -> tuple[int, int, int | None, list[bytes]]
 
 def history_record(data: History) -> int | None:
     """The record a history's trail starts from (None: the root)."""
-    record = _HISTORY_HEAD.unpack_from(data)[2]
+    at = _varint_at(data, 0)[1]
+    sizes = data[at]
+    start = at + 1 + (sizes & 15)
+    record = int.from_bytes(data[start:start + (sizes >> 4)], "little") - 1
     return None if record < 0 else record
 
 
@@ -106,15 +149,15 @@ def histories_of(held: Histories) -> list[History]:
     found = []
     at = 0
     while at < len(run):
-        size = _HISTORY_HEAD.unpack_from(run, at)[0]
-        found.append(run[at:at + size])
-        at += size
+        end = _history_end(run, at)
+        found.append(run[at:end])
+        at = end
     return found
 
 
 def first_history(held: Histories) -> History:
     """A record's first history: the arrival that made the record (the others are ties)."""
-    return bytes(held[:_HISTORY_HEAD.unpack_from(held)[0]])
+    return bytes(held[:_history_end(held, 0)])
 
 
 class MissingRecord(LookupError):
@@ -199,7 +242,7 @@ class HistoryTable(Mapping):
         pieces = []
         while at >= 0:
             start = at + _PREVIOUS.size
-            pieces.append(store[start:start + _HISTORY_HEAD.unpack_from(store, start)[0]])
+            pieces.append(store[start:_history_end(store, start)])
             at = _PREVIOUS.unpack_from(store, at)[0]
         pieces.reverse()
         return b"".join(pieces)

@@ -3,7 +3,8 @@
 For each network the baseline (a ``git worktree`` of ``--baseline``, removed at the
 end) and this tree solve it in turn, each in its own process on one core, with the
 same time limit. A run reports iterations, iterations per CPU second, wall and CPU
-time, peak memory, whether the engine ran compiled or in pure Python (``build``: the
+time, peak memory (of the solve: read before the partitions are digested, which
+builds lists of names as large as the listing), whether the engine ran compiled or in pure Python (``build``: the
 baseline is installed beside this tree as pip installs it, compiled where it compiles,
 unless ``--pure-baseline``) and, when proven, the time to proof; else the
 lower bound and gap reached. Where both runs are proven, their optimal cost, their
@@ -74,6 +75,7 @@ def run_one(tree: str, label: str, time_limit: float, memory_limit_mb: float) ->
     result = solve(network, order=spec.get("order", "cpt"), time_limit=time_limit, max_solutions=LISTED,
                    memory_limit_mb=memory_limit_mb)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the solve's, before the digest's lists
     partitions = sorted(sorted(sorted(c) for c in s.clusters) for s in result.solutions)
     return {
         "proven": result.proven_optimal, "cost": result.optimal_cost, "solutions": result.solution_count,
@@ -83,7 +85,7 @@ def run_one(tree: str, label: str, time_limit: float, memory_limit_mb: float) ->
         "iterations_per_cpu_second": round(result.iterations / max(cpu, 1e-9)),
         "proof_seconds": round(wall, 2) if result.proven_optimal else None,
         "lower_bound": result.lower_bound, "gap": result.gap, "build": describe().removesuffix(" engine"),
-        "peak_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_mib": round(peak),
         "stop": result.stop_reason, "memory_limit_mb": memory_limit_mb,
     }
 

@@ -224,9 +224,10 @@ class HistoryTable(Mapping):
         if previous < 0:
             self._records += 1
         store = self._store
-        last[serial] = len(store)
+        at = len(store)
         store += _PREVIOUS.pack(previous)
         store += data
+        last[serial] = at  # last: a lookup in another thread reads whole histories only
 
     def _last_of(self, record: int) -> int:
         """Where the record's last history is kept; -1 if it has none."""

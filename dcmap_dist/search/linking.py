@@ -39,6 +39,7 @@ History = bytes  # one history: see history()
 Histories = bytes | bytearray  # a record's histories, one after another: see histories_of()
 _PREVIOUS = struct.Struct("<q")  # where the record's previous history is kept (-1: none)
 SERIAL_BITS = 36  # a record id is its owner's number, then this many bits of its serial
+_SERIAL_MASK = (1 << SERIAL_BITS) - 1
 Improvement = tuple[int, float, float, tuple]  # (iteration, seconds, cost, trail of the mapping)
 
 
@@ -118,29 +119,30 @@ def history_parts(held: Histories) -> Iterator[tuple[int, int | None, list[bytes
 def _history_at(run: bytes, at: int) -> tuple[int, int, int | None, list[bytes]]:
     """The history that starts at ``at`` of a run: where it ends, its iteration, its
     trail's record (None: the root) and its join masks as bytes (see :func:`history_parts`)."""
-    size, at = _varint_at(run, at)
-    end = at + size
-    sizes = run[at]
-    iteration_end = at + 1 + (sizes & 15)
-    record_end = iteration_end + (sizes >> 4)
-    iteration = int.from_bytes(run[at + 1:iteration_end], "little")
-    record = int.from_bytes(run[iteration_end:record_end], "little") - 1
-    at = record_end
+    end, iteration, record, at = _head_at(run, at)
     joins = []
     while at < end:
         length, at = _varint_at(run, at)
         joins.append(run[at:at + length] or b"\0")
         at += length
-    return end, iteration, None if record < 0 else record, joins
+    return end, iteration, record, joins
+
+
+def _head_at(run: bytes, at: int) -> tuple[int, int, int | None, int]:
+    """The head of the history that starts at ``at`` of a run: where the history ends,
+    its iteration, its trail's record (None: the root) and where its join masks start."""
+    size, at = _varint_at(run, at)
+    sizes = run[at]
+    iteration_end = at + 1 + (sizes & 15)
+    record_end = iteration_end + (sizes >> 4)
+    iteration = int.from_bytes(run[at + 1:iteration_end], "little")
+    record = int.from_bytes(run[iteration_end:record_end], "little") - 1
+    return at + size, iteration, None if record < 0 else record, record_end
 
 
 def history_record(data: History) -> int | None:
     """The record a history's trail starts from (None: the root)."""
-    at = _varint_at(data, 0)[1]
-    sizes = data[at]
-    start = at + 1 + (sizes & 15)
-    record = int.from_bytes(data[start:start + (sizes >> 4)], "little") - 1
-    return None if record < 0 else record
+    return _head_at(data, 0)[2]
 
 
 def histories_of(held: Histories) -> list[History]:
@@ -214,7 +216,7 @@ class HistoryTable(Mapping):
         """Add the history ``data`` to the record's (a new record if it has none)."""
         if record < 0:
             raise ValueError(f"record ids are not negative: {record}")
-        owner, serial = record >> SERIAL_BITS, record & ((1 << SERIAL_BITS) - 1)
+        owner, serial = record >> SERIAL_BITS, record & _SERIAL_MASK
         last = self._last.get(owner)
         if last is None:
             last = self._last[owner] = array("q")
@@ -232,7 +234,7 @@ class HistoryTable(Mapping):
     def _last_of(self, record: int) -> int:
         """Where the record's last history is kept; -1 if it has none."""
         last = self._last.get(record >> SERIAL_BITS) if record >= 0 else None
-        serial = record & ((1 << SERIAL_BITS) - 1)
+        serial = record & _SERIAL_MASK
         return last[serial] if last is not None and serial < len(last) else -1
 
     def __getitem__(self, record: int) -> bytes:

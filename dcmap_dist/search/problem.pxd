@@ -13,7 +13,7 @@ cdef class Problem:
     cdef public object use_bound, network, graph, model, scheme
     cdef public Topology topo
     cdef public object _costs, parents_of, children_of, closures
-    cdef public object messages, _estimates, _estimator, _items
+    cdef public object messages, _estimates, _estimator, _items, _masks
     cdef public LowerBound bound
     cdef public LinkKeys keys
     cpdef object cluster_layer_cost(self, object nodes, object cluster, tuple children)

@@ -49,6 +49,7 @@ class Problem:
         self.topo = topo = Topology(network)
         self._costs = Memo(self._evaluate)  # (nodes, same, children...) -> (cost, item): see _evaluate
         self._items: dict[tuple, tuple] = {}  # frontier items (nodes, message), one object per value
+        self._masks: dict[int, int] = {}  # a child's new masks (joined, placed, fixed, anchors), one object per value
         # the messages as the search holds them: codes, or one object per distinct value
         self.messages = MessageCodes(self.graph, node_set_messages(model))
         # node-set facts, memoised (a hit is one dict lookup: these are read tens to
@@ -238,6 +239,7 @@ class Problem:
         if not within(bound, g_min):
             return None
         trail = branch.trail
+        masks = self._masks
         if joined:
             fixed = 0
             new_comps = []
@@ -247,7 +249,7 @@ class Problem:
                         fixed |= ONE << len(new_comps)
                     new_comps.append(members)
             fixed |= ONE << len(new_comps)
-            new_comps.append(union)
+            new_comps.append(masks.setdefault(union, union))
             # anchor on a child of a joiner in each merged component: a frontier node,
             # the same on every branch linked to this one, so tied histories rebuild
             anchors = joined
@@ -256,7 +258,7 @@ class Problem:
                 touched = comps[j] & kids
                 anchors |= touched & -touched
             if anchors & (anchors - 1):
-                trail = trail + (anchors,)
+                trail = trail + (masks.setdefault(anchors, anchors),)
         else:
             fixed = branch.fixed | (1 << proposal)
             new_comps = comps  # shared with the parent unless singles are added
@@ -264,10 +266,13 @@ class Problem:
             new_comps = list(new_comps)
             for i in bits(singles):
                 fixed |= ONE << len(new_comps)
-                new_comps.append(1 << i)
+                new_comps.append(single_costs[i][1][0])  # the item's own mask, shared
         if done:
             new_comps = self._comps_read_later(new_comps, layer)
             fixed = 0
+        else:
+            assigned = masks.setdefault(assigned, assigned)
+            fixed = masks.setdefault(fixed, fixed)
         child = Branch(layer, assigned, tuple(new_comps), known[1], cost, trail, branch.link, fixed=fixed)
         child.bound = bound
         child.estimate = bound if self._estimator is None else cost + self.estimate(child)

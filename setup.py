@@ -5,7 +5,7 @@ same source to C extension modules, which run the search about 1.3 times faster
 (docs/search.md), reading the compiled layout of a module's classes from the ``.pxd``
 beside it where there is one (``search/branch.pxd``, ``search/problem.pxd``,
 ``search/bounds.pxd``, ``search/combinations.pxd``, ``search/keys.pxd``,
-``search/explorer.pxd``, ``search/linking.pxd``, ``model/topology.pxd``). If Cython or a C
+``search/linking.pxd``, ``model/topology.pxd``). If Cython or a C
 compiler is missing, or a module fails to compile, the install goes on in pure Python with
 a warning: results are identical.
 ``DCMAP_PURE_PYTHON=1`` skips the compilation (for profiling with py-spy, which sees

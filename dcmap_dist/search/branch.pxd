@@ -1,4 +1,4 @@
-# The compiled layout of search/branch.py's Branch: Cython reads this file beside the source and
+# The compiled layout of search/branch.py's Branch and QueueEntry: Cython reads this file beside the source and
 # pure Python ignores it (as search/problem.pxd; docs/search.md, "The engine's speed").
 cimport cython
 
@@ -16,3 +16,10 @@ cdef class Branch:
     cpdef tuple fields(self)
     cpdef Branch linked(self, object record)
     cpdef Branch advanced(self, object record=*)
+
+
+@cython.final
+cdef class QueueEntry:
+    cdef public double g_hat
+    cdef public long long seq
+    cdef public Branch branch

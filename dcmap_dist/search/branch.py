@@ -30,9 +30,17 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+try:  # compiled, Cython reads the decorators below; in pure Python they change nothing
+    import cython
+except ImportError:
+    from types import SimpleNamespace
+    cython = SimpleNamespace(cclass=lambda cls: cls, no_gc=lambda cls: cls)
+
 FIELDS = ("layer", "assigned", "comps", "frontier", "cost", "trail", "link", "estimate", "bound", "fixed")
 
 
+@cython.no_gc
+@cython.cclass
 class Branch:
     """One partial mapping (see the module docstring). Two branches are equal when
     their fields are; a branch pickles as the tuple of its fields (:meth:`fields`)."""
@@ -87,3 +95,21 @@ class Branch:
         trail = self.trail if record is None else (record,)
         return Branch(self.layer + 1, 0, self.comps, self.frontier, self.cost, trail,
                       self.link if record is None else record, self.estimate, self.bound)
+
+
+@cython.no_gc
+@cython.cclass
+class QueueEntry:
+    """A queued branch's entry in :class:`BranchQueue`'s heaps, ordered by ``g_hat`` then
+    push number; ``branch`` is None once the branch is popped. Compiled, it is a record
+    of a double, a 64-bit integer and a pointer (search/branch.pxd)."""
+
+    __slots__ = ("g_hat", "seq", "branch")
+
+    def __init__(self, g_hat: float, seq: int, branch: Branch | None) -> None:
+        self.g_hat = g_hat
+        self.seq = seq
+        self.branch = branch
+
+    def __lt__(self, other: QueueEntry) -> bool:
+        return self.g_hat < other.g_hat or (self.g_hat == other.g_hat and self.seq < other.seq)

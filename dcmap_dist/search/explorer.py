@@ -29,7 +29,7 @@ from operator import attrgetter
 
 from ..cost.dcmap import leaves_no_cycles
 from ..limits import SearchInterrupted, StepEnd, StopReason, Stopwatch
-from .branch import Branch
+from .branch import Branch, QueueEntry
 from .linking import CHEAPER, NEW, HistoryTable, Improvement, LinkShard, route
 from .problem import Problem, within
 from .state import SearchState
@@ -45,22 +45,6 @@ INSIDE_REST_MOST = 1024  # twice as many after each further such trial, up to th
 # STALE_SHARE entries per live branch, plus STALE_FLOOR (see BranchQueue)
 STALE_SHARE = 2.5
 STALE_FLOOR = 4096
-
-
-class QueueEntry:
-    """A queued branch's entry in :class:`BranchQueue`'s heaps, ordered by ``g_hat`` then
-    push number; ``branch`` is None once the branch is popped. Compiled, it is a record
-    of a double, a 64-bit integer and a pointer (search/explorer.pxd)."""
-
-    __slots__ = ("g_hat", "seq", "branch")
-
-    def __init__(self, g_hat: float, seq: int, branch: Branch | None) -> None:
-        self.g_hat = g_hat
-        self.seq = seq
-        self.branch = branch
-
-    def __lt__(self, other: QueueEntry) -> bool:
-        return self.g_hat < other.g_hat or (self.g_hat == other.g_hat and self.seq < other.seq)
 
 
 class BranchQueue:

@@ -5,8 +5,8 @@ iterations, in a fresh process, then walks what the search holds and adds up the
 (``sys.getsizeof``) of the objects each structure reaches first, in this order: the
 cost model's messages (shared by all), the open branches (the queue's entries, stale
 ones included), the link table's keys and entries, the tied histories, the dominated
-records, the bound memo, the cost memo. An object reached from two structures counts
-once, for the first. Rows are appended to ``results/memory.csv`` with the command.
+records, the bound memo, the cost memo, the interned masks. An object reached from two
+structures counts once, for the first. Rows are appended to ``results/memory.csv`` with the command.
 
 ``--tree`` runs another checkout of the same layout (a worktree of an earlier commit,
 built in place), to set a before beside an after in one run.
@@ -64,6 +64,14 @@ def deep_size(root: object, seen: set[int]) -> int:
     return total
 
 
+def generations(memo: object, older: dict) -> list[dict]:
+    """The dicts of a memo: a RecentMemo's two generations, or (a tree before it) a dict
+    and ``older``, its older generation where it had one."""
+    if isinstance(memo, dict):
+        return [memo, older]
+    return [memo.newer, memo.older]
+
+
 def measure(tree: str, label: str, iterations: int) -> list[dict]:
     """Run ``label`` to ``iterations`` with the package of ``tree``; one row per structure."""
     sys.path.insert(0, tree)
@@ -96,15 +104,17 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
     messages = getattr(problem, "_messages", None)  # a tree before the codes (0ce4211 and older)
     deep_size(vars(problem.messages) if messages is None else messages, seen)
     deep_size(problem.topo, seen)
-    before = getattr(problem.bound, "_known_before", {})  # the memo's older generation (none before 2026-11-27)
+    known = generations(problem.bound._known, getattr(problem.bound, "_known_before", {}))
+    masks = generations(getattr(problem, "_masks", {}), {})  # none in a tree before 2026-11-27
     histories_of = getattr(linking, "histories_of", list)  # a tree before a record's histories were one run of bytes
     structures = [
         ("open branches", explorer.open_count(), [explorer.active, queue.by_cost, queue.by_layer]),
         ("link records", len(shard.entries), shard.entries),
         ("histories", sum(len(histories_of(held)) for held in shard.histories.values()), shard.histories),
         ("dominated", len(explorer.dominated), explorer.dominated),
-        ("bound memo", len(problem.bound._known) + len(before), [problem.bound._known, before]),
+        ("bound memo", sum(map(len, known)), known),
         ("cost memo", len(problem._costs), problem._costs),
+        ("masks", sum(map(len, masks)), masks),
     ]
     common = {"network": label, "iterations": explorer.iterations, "cpu_seconds": round(cpu, 1),
               "rss_mib": round(memory_mb())}

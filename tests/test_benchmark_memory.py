@@ -23,7 +23,7 @@ def test_a_small_run_measures_every_structure(tmp_path):
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(open(output)))
     assert [r["structure"] for r in rows] == ["open branches", "link records", "histories", "dominated",
-                                               "bound memo", "cost memo"]
+                                               "bound memo", "cost memo", "masks"]
     assert all(r["network"] == "child" and r["iterations"] == "3000" for r in rows)
     assert int(rows[1]["items"]) > 100 and float(rows[1]["bytes_per_item"]) > 0
     assert rows[0]["command"] == "python scripts/benchmark_memory.py --networks child:3000 --output " + str(output)

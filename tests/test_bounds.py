@@ -167,7 +167,7 @@ def test_the_bound_memo_keeps_two_generations_and_forgets_the_rest(monkeypatch):
         records, _ = walk_tree(problem)
         for branch, bound, _ in records:
             assert bound == problem.bound._compute(branch.layer, branch.assigned, branch.frontier)
-        assert len(problem.bound._known) < 3 and len(problem.bound._known_before) == 3
+        assert len(problem.bound._known.newer) < 3 and len(problem.bound._known.older) == 3
     for seed in range(3):
         network = wide_network(seed)
         monkeypatch.setattr(bounds, "KNOWN_KEPT", 2)

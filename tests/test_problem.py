@@ -103,12 +103,12 @@ def test_a_user_models_cycles_are_left_to_the_collector(child):
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
-def test_children_at_one_point_hold_one_frontier_object_of_shared_items(scheme):
+def test_children_at_one_point_hold_one_frontier_object_of_shared_items_and_masks(scheme):
     # most open branches repeat a frontier another branch holds: the children of every
     # expansion take the first frontier met at their point from the bound's memo, so equal
     # frontiers are one object (docs/search.md, "The search's state in memory")
     for seed in range(600, 615):
-        problem = Problem(random_network(seed, 6, 10), DcmapCost(), scheme)
+        problem = Problem(random_network(seed, 9, 11), DcmapCost(), scheme)
         records, _ = walk_tree(problem)
         objects: dict[tuple, set[int]] = {}
         for branch, _, _ in records:
@@ -122,3 +122,11 @@ def test_children_at_one_point_hold_one_frontier_object_of_shared_items(scheme):
             for item in branch.frontier:
                 items.setdefault(item, set()).add(id(item))
         assert all(len(ids) == 1 for ids in items.values()), seed
+        # and so is every mask a branch holds (a component, its placed nodes, its fixed
+        # set, a trail's anchors), where Python does not share small ints itself
+        masks: dict[int, set[int]] = {}
+        for branch, _, _ in records:
+            for mask in (*branch.comps, branch.assigned, branch.fixed, *branch.trail[1:]):
+                if mask > 256:
+                    masks.setdefault(mask, set()).add(id(mask))
+        assert masks and all(len(ids) == 1 for ids in masks.values()), seed

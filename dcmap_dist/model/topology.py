@@ -129,6 +129,39 @@ class Memo(dict):
         return value
 
 
+class RecentMemo:
+    """A memo of what was asked recently: ``lookup(key)`` returns the value remembered
+    for ``key``, else ``compute(key)``, then remembered. It keeps two generations: a key
+    found in the older is copied to the newer; when the newer holds ``kept`` keys it
+    becomes the older, and what the older still held is forgotten (computed again if it
+    is asked for again). Most repeats of a key come soon after it, so this keeps nearly
+    every hit of a memo of every key, in a bounded room."""
+
+    __slots__ = ("compute", "kept", "newer", "older")
+
+    def __init__(self, compute: Callable[[Any], Any], kept: int) -> None:
+        self.compute = compute
+        self.kept = kept
+        self.newer: dict = {}
+        self.older: dict = {}
+
+    def lookup(self, key: Any) -> Any:
+        """The value remembered for ``key``, or ``compute(key)`` (see the class)."""
+        got = self.newer.get(key)
+        if got is None:
+            got = self.older.get(key)
+            if got is None:
+                got = self.compute(key)
+            self.newer[key] = got
+            if len(self.newer) >= self.kept:
+                self.older = self.newer
+                self.newer = {}
+        return got
+
+    def __len__(self) -> int:
+        return len(self.newer) + len(self.older)
+
+
 class Topology:
     """Index-based structure of a network: node ``i`` is ``network.nodes[i]``.
 

@@ -1,12 +1,12 @@
 # The compiled layout of search/bounds.py's LowerBound: Cython reads this file beside the source
 # and pure Python ignores it (as search/problem.pxd; docs/search.md, "The engine's speed").
-from dcmap_dist.model.topology cimport Topology
+from dcmap_dist.model.topology cimport RecentMemo, Topology
 
 
 cdef class LowerBound:
     cdef public Topology topo
     cdef public object _own, _absorbed, _absorbing, _unplaced, _above
     cdef public object _absorptions, _absorbers, _groupings, _next_layers
-    cdef public dict _known, _known_before
+    cdef public RecentMemo _known
     cpdef object lookup(self, object layer, object assigned, object frontier)
     cpdef tuple known(self, object layer, object assigned, object frontier)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..model.network import Network
-from ..model.topology import Memo, Topology, bits
+from ..model.topology import Memo, RecentMemo, Topology, bits
 
 # bounds remembered in each of the memo's two generations (LowerBound.known)
 KNOWN_KEPT = 8192
@@ -68,10 +68,8 @@ class LowerBound:
         # that layer's cluster-layers pay for holding its parents there apart or together
         self._groupings = _grouping_bounds(model, graph, topo, parents_of, message)
         # (layer, assigned, frontier) -> (the bound, that frontier as first met): most
-        # children repeat one, and share the first one's frontier (see known); the newer
-        # generation and the older one
-        self._known: dict[tuple, tuple[float, tuple]] = {}
-        self._known_before: dict[tuple, tuple[float, tuple]] = {}
+        # children repeat one, and share the first one's frontier (see known)
+        self._known = RecentMemo(self._point, KNOWN_KEPT)
 
     def lookup(self, layer: int, assigned: int, frontier: tuple[tuple[int, Hashable], ...]) -> float:
         """The bound of a branch at ``layer`` with ``assigned`` and frontier ``frontier``
@@ -84,22 +82,14 @@ class LowerBound:
         ``frontier`` met at that point. Branches hold the shared one: most open branches
         repeat a frontier another holds (docs/search.md, "The search's state in memory").
 
-        The memo keeps two generations of points. A point is looked up in the newer, then
-        in the older (and moved to the newer); when the newer holds :data:`KNOWN_KEPT`
-        points it becomes the older, and the points left in the older are forgotten (a
-        forgotten point is computed again if it comes back, its frontier then the first
-        met since)."""
-        key = (layer, assigned, frontier)
-        got = self._known.get(key)
-        if got is None:
-            got = self._known_before.get(key)
-            if got is None:
-                got = (self._compute(layer, assigned, frontier), frontier)
-            self._known[key] = got
-            if len(self._known) >= KNOWN_KEPT:
-                self._known_before = self._known
-                self._known = {}
-        return got
+        The memo keeps two generations of :data:`KNOWN_KEPT` points (a
+        :class:`~dcmap_dist.model.topology.RecentMemo`): a forgotten point is computed again
+        if it comes back, its frontier then the first met since."""
+        return self._known.lookup((layer, assigned, frontier))
+
+    def _point(self, key: tuple) -> tuple[float, tuple[tuple[int, Hashable], ...]]:
+        """The memo's value for a point ``(layer, assigned, frontier)``, computed."""
+        return self._compute(key[0], key[1], key[2]), key[2]
 
     def _compute(self, layer: int, assigned: int, frontier: tuple[tuple[int, Hashable], ...]) -> float:
         """The bound of :meth:`lookup`, computed."""

@@ -19,7 +19,7 @@ from collections.abc import Hashable
 from ..cost.base import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
 from ..limits import Stopwatch
 from ..model.network import Network
-from ..model.topology import ONE, Memo, Topology, bits, union_of
+from ..model.topology import ONE, Memo, RecentMemo, Topology, bits, union_of
 from .bounds import LowerBound
 from .branch import Branch
 from .combinations import combinations
@@ -27,6 +27,11 @@ from .keys import LINK_KEYS, LinkKeys
 from .messages import MessageCodes, node_set_messages
 
 TOLERANCE = 1e-9
+MASKS_KEPT = 8192  # masks remembered in each of the two generations of Problem._masks
+
+
+def _itself(mask: int) -> int:
+    return mask
 
 
 def within(cost: float, bound: float) -> bool:
@@ -49,7 +54,8 @@ class Problem:
         self.topo = topo = Topology(network)
         self._costs = Memo(self._evaluate)  # (nodes, same, children...) -> (cost, item): see _evaluate
         self._items: dict[tuple, tuple] = {}  # frontier items (nodes, message), one object per value
-        self._masks: dict[int, int] = {}  # a child's new masks (joined, placed, fixed, anchors), one object per value
+        # a child's new masks (joined, placed, fixed, anchors), one object per recent value
+        self._masks = RecentMemo(_itself, MASKS_KEPT)
         # the messages as the search holds them: codes, or one object per distinct value
         self.messages = MessageCodes(self.graph, node_set_messages(model))
         # node-set facts, memoised (a hit is one dict lookup: these are read tens to
@@ -122,7 +128,7 @@ class Problem:
         layer = topo.layer[(nodes & -nodes).bit_length() - 1]
         ctx = CostContext(topo.names(nodes), layer, self.graph, sort_children(kids))
         value, message = self.model.evaluate(ctx)
-        item = (nodes, self.messages.held(message))
+        item = (self._masks.lookup(nodes), self.messages.held(message))
         return checked_cost(value, ctx), self._items.setdefault(item, item)
 
     # -- the search tree ----------------------------------------------------
@@ -249,7 +255,7 @@ class Problem:
                         fixed |= ONE << len(new_comps)
                     new_comps.append(members)
             fixed |= ONE << len(new_comps)
-            new_comps.append(masks.setdefault(union, union))
+            new_comps.append(masks.lookup(union))
             # anchor on a child of a joiner in each merged component: a frontier node,
             # the same on every branch linked to this one, so tied histories rebuild
             anchors = joined
@@ -258,7 +264,7 @@ class Problem:
                 touched = comps[j] & kids
                 anchors |= touched & -touched
             if anchors & (anchors - 1):
-                trail = trail + (masks.setdefault(anchors, anchors),)
+                trail = trail + (masks.lookup(anchors),)
         else:
             fixed = branch.fixed | (1 << proposal)
             new_comps = comps  # shared with the parent unless singles are added
@@ -266,13 +272,13 @@ class Problem:
             new_comps = list(new_comps)
             for i in bits(singles):
                 fixed |= ONE << len(new_comps)
-                new_comps.append(single_costs[i][1][0])  # the item's own mask, shared
+                new_comps.append(single_costs[i][1][0])  # the item's own mask (see _evaluate)
         if done:
             new_comps = self._comps_read_later(new_comps, layer)
             fixed = 0
         else:
-            assigned = masks.setdefault(assigned, assigned)
-            fixed = masks.setdefault(fixed, fixed)
+            assigned = masks.lookup(assigned)
+            fixed = masks.lookup(fixed)
         child = Branch(layer, assigned, tuple(new_comps), known[1], cost, trail, branch.link, fixed=fixed)
         child.bound = bound
         child.estimate = bound if self._estimator is None else cost + self.estimate(child)

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ..limits import StopReason
 from ..model.network import network_from_dict, no_duplicate_keys
-from ..search.linking import Entry, history
+from ..search.linking import Entry, HistoryTable, history
 from ..search.messages import MessageCodes
 from ..search.branch import Branch
 from ..search.state import SearchState
@@ -162,7 +162,7 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
     def state(component: int, table: str) -> SearchState:
         if component is None or not 0 <= component <= last:
             raise ValueError(f"{table}.arrow: component {component} outside 0..{last}")
-        return found.states.setdefault(component, SearchState())
+        return found.states.setdefault(component, SearchState(histories=HistoryTable()))
 
     masks = Masks()
     for batch in tables["branches"].to_batches(BATCH_ROWS):
@@ -187,16 +187,14 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
         for key, best, record in zip(batch_keys(batch, kind, messages.__getitem__, masks),
                                      batch.column("best").to_pylist(), batch.column("record").to_pylist()):
             entries[key] = Entry(best, record)
-    for batch in tables["histories"].to_batches(BATCH_ROWS):  # a record's histories grow in place, then are frozen
+    for batch in tables["histories"].to_batches(BATCH_ROWS):  # in each record's order: added as they come
         join_at, joins = list_column(batch.column("trail_joins"), "trail_joins")
         data = joins.to_pylist()
         fields = ("component", "record", "iteration", "trail_record")
         for i, (component, record, iteration, previous) in enumerate(
                 zip(*(batch.column(name).to_pylist() for name in fields))):
-            held = state(component, "histories").histories.setdefault(record, bytearray())
-            held += history(iteration, (previous, *map(bytes_mask, data[join_at[i]:join_at[i + 1]])))
-    for searched in found.states.values():
-        searched.histories = {record: bytes(held) for record, held in searched.histories.items()}
+            state(component, "histories").histories.add(
+                record, history(iteration, (previous, *map(bytes_mask, data[join_at[i]:join_at[i + 1]]))))
     for batch in tables["dominated"].to_batches(BATCH_ROWS):
         for component, record in zip(batch.column("component").to_pylist(), batch.column("record").to_pylist()):
             state(component, "dominated").dominated.add(record)

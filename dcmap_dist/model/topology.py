@@ -135,7 +135,7 @@ class RecentMemo:
     found in the older is copied to the newer; when the newer holds ``kept`` keys it
     becomes the older, and what the older still held is forgotten (computed again if it
     is asked for again). Most repeats of a key come soon after it, so this keeps nearly
-    every hit of a memo of every key, in a bounded room."""
+    every hit of a memo of every key, in a bounded room. ``compute`` never returns None."""
 
     __slots__ = ("compute", "kept", "newer", "older")
 

@@ -23,7 +23,9 @@ tuples, floats) so it can be serialised and moved between processes:
 
 Compiled, a branch is a fixed record (``search/branch.pxd``): its layer a C int, its
 three costs C doubles, the rest pointers. Pure Python, a slotted class of the same
-fields.
+fields. A :class:`QueueEntry` is a queued branch's entry in the explorer's heaps. Neither
+can hold a reference cycle, so compiled, neither is tracked by the cycle collector
+(``cython.no_gc``; Cython reads class directives here, not in the ``.pxd``).
 """
 
 from __future__ import annotations
@@ -100,7 +102,8 @@ class Branch:
 @cython.no_gc
 @cython.cclass
 class QueueEntry:
-    """A queued branch's entry in :class:`BranchQueue`'s heaps, ordered by ``g_hat`` then
+    """A queued branch's entry in the heaps of
+    :class:`~dcmap_dist.search.explorer.BranchQueue`, ordered by ``g_hat`` then
     push number; ``branch`` is None once the branch is popped. Compiled, it is a record
     of a double, a 64-bit integer and a pointer (search/branch.pxd)."""
 

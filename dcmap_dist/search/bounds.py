@@ -33,7 +33,7 @@ from ..model.network import Network
 from ..model.topology import Memo, RecentMemo, Topology, bits
 
 # bounds remembered in each of the memo's two generations (LowerBound.known)
-KNOWN_KEPT = 8192
+KNOWN_KEPT = 4096
 
 
 class LowerBound:

@@ -105,7 +105,6 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
     deep_size(vars(problem.messages) if messages is None else messages, seen)
     deep_size(problem.topo, seen)
     known = generations(problem.bound._known, getattr(problem.bound, "_known_before", {}))
-    masks = generations(getattr(problem, "_masks", {}), {})  # none in a tree before 2026-11-27
     histories_of = getattr(linking, "histories_of", list)  # a tree before a record's histories were one run of bytes
     structures = [
         ("open branches", explorer.open_count(), [explorer.active, queue.by_cost, queue.by_layer]),
@@ -114,8 +113,10 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
         ("dominated", len(explorer.dominated), explorer.dominated),
         ("bound memo", sum(map(len, known)), known),
         ("cost memo", len(problem._costs), problem._costs),
-        ("masks", sum(map(len, masks)), masks),
     ]
+    if hasattr(problem, "_masks"):  # a tree from 2026-11-27 on
+        masks = generations(problem._masks, {})
+        structures.append(("masks", sum(map(len, masks)), masks))
     common = {"network": label, "iterations": explorer.iterations, "cpu_seconds": round(cpu, 1),
               "rss_mib": round(memory_mb())}
     rows = []

@@ -16,11 +16,12 @@ def test_a_branch_queued_again_is_listed_and_popped_once():
     queue = BranchQueue()
     branch = Branch(1, 0, (), (), 5.0, estimate=5.0, bound=5.0)
     other = Branch(2, 0, (), (), 7.0, estimate=7.0, bound=7.0)
+    listed = [branch.fields(), other.fields()]  # a queued branch's own comps are the queue's codes
     queue.push(branch)
     queue.push(other)
     assert queue.pop(cheapest=False) is branch
     queue.push(branch)
-    assert queue.branches() == [branch, other] and queue.size == 2
+    assert [b.fields() for b in queue.branches()] == listed and queue.size == 2
     assert [queue.pop(cheapest=True), queue.pop(cheapest=True), queue.pop(cheapest=True)] == [branch, other, None]
     assert queue.pop(cheapest=False) is None and queue.size == 0
 
@@ -57,8 +58,8 @@ def test_the_queue_pops_as_one_sorted_list_would(monkeypatch):
                 if popped and rng.random() < 0.2:
                     branch = popped.pop(rng.randrange(len(popped)))
                 else:
-                    g_hat = float(rng.randrange(8))
-                    branch = Branch(rng.randrange(5), 0, (), (), g_hat, estimate=g_hat, bound=g_hat)
+                    g_hat = float(rng.randrange(8))  # the cost names the branch (listed ones are copies)
+                    branch = Branch(rng.randrange(5), 0, (), (), float(pushes), estimate=g_hat, bound=g_hat)
                 if id(branch) in live:
                     continue
                 pushes += 1
@@ -73,9 +74,30 @@ def test_the_queue_pops_as_one_sorted_list_would(monkeypatch):
                 del live[id(got)]
                 popped.append(got)
             assert queue.size == len(live)
-            assert queue.branches() == [e[3] for e in sorted(live.values(), key=lambda e: e[1:3])]
+            by_cost = sorted(live.values(), key=lambda e: e[1:3])
+            assert [b.cost for b in queue.branches()] == [e[3].cost for e in by_cost]
         while live:
             expected = min(live.values(), key=lambda e: e[:3])[3]
             assert queue.pop(cheapest=False) is expected
             del live[id(expected)]
         assert queue.pop(cheapest=True) is None and queue.pop(cheapest=False) is None
+
+
+def test_queued_components_come_back_as_they_went_in(monkeypatch):
+    # a queued branch holds its components as two-byte codes; popped or listed, it has
+    # them back in order, and once the codes run out a branch keeps its tuple
+    monkeypatch.setattr(explorer, "CODES_KEPT", 40)
+    rng = random.Random(11)
+    masks = [rng.getrandbits(90) for _ in range(60)]
+    queue = BranchQueue()
+    pushed = {}
+    for i in range(200):
+        comps = tuple(rng.sample(masks, rng.randrange(0, 12)))
+        branch = Branch(i % 3, 0, comps, (), float(i), estimate=float(rng.randrange(50)), bound=float(i))
+        pushed[id(branch)] = comps
+        queue.push(branch)
+    assert len(queue.codes._masks) == 40  # the codes ran out: some branches kept their tuples
+    assert sorted(b.comps for b in queue.branches()) == sorted(pushed.values())
+    popped = [queue.pop(cheapest=rng.random() < 0.5) for _ in range(200)]
+    assert all(branch.comps == pushed[id(branch)] for branch in popped)
+    assert queue.pop(cheapest=True) is None

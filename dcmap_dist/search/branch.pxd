@@ -23,3 +23,4 @@ cdef class QueueEntry:
     cdef public double g_hat
     cdef public long long seq
     cdef public Branch branch
+    cdef public bytes comps

@@ -104,15 +104,18 @@ class Branch:
 class QueueEntry:
     """A queued branch's entry in the heaps of
     :class:`~dcmap_dist.search.explorer.BranchQueue`, ordered by ``g_hat`` then
-    push number; ``branch`` is None once the branch is popped. Compiled, it is a record
-    of a double, a 64-bit integer and a pointer (search/branch.pxd)."""
+    push number; ``branch`` is None once the branch is popped. ``comps``: the branch's
+    components as the queue's codes while it waits (its own ``comps`` None then), else
+    None. Compiled, it is a record of a double, a 64-bit integer and two pointers
+    (search/branch.pxd)."""
 
-    __slots__ = ("g_hat", "seq", "branch")
+    __slots__ = ("g_hat", "seq", "branch", "comps")
 
     def __init__(self, g_hat: float, seq: int, branch: Branch | None) -> None:
         self.g_hat = g_hat
         self.seq = seq
         self.branch = branch
+        self.comps: bytes | None = None
 
     def __lt__(self, other: QueueEntry) -> bool:
         return self.g_hat < other.g_hat or (self.g_hat == other.g_hat and self.seq < other.seq)

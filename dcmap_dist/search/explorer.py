@@ -24,6 +24,7 @@ import heapq
 import math
 import random
 import time
+from array import array
 from collections.abc import Iterator
 from operator import attrgetter
 
@@ -45,6 +46,41 @@ INSIDE_REST_MOST = 1024  # twice as many after each further such trial, up to th
 # STALE_SHARE entries per live branch, plus STALE_FLOOR (see BranchQueue)
 STALE_SHARE = 2.5
 STALE_FLOOR = 4096
+CODES_KEPT = 1 << 16  # component masks a queue gives codes to (two bytes each)
+
+
+class ComponentCodes:
+    """Two-byte codes for component masks: a queued branch holds its components as
+    codes (``bytes``, two per component), which take a quarter of the tuple's pointers
+    and none of its header; most open branches repeat the components of a few hundred
+    masks. Codes are given in order of first use, to at most :data:`CODES_KEPT` masks,
+    and mean nothing outside this process."""
+
+    __slots__ = ("_code", "_masks")
+
+    def __init__(self) -> None:
+        self._code: dict[int, int] = {}
+        self._masks: list[int] = []
+
+    def packed(self, comps: tuple[int, ...]) -> bytes | None:
+        """``comps`` as codes; None if a mask has none and no code is left."""
+        code = self._code
+        try:
+            return array("H", [code[members] for members in comps]).tobytes()
+        except KeyError:
+            pass
+        for members in comps:
+            if members not in code:
+                if len(self._masks) == CODES_KEPT:
+                    return None
+                code[members] = len(self._masks)
+                self._masks.append(members)
+        return array("H", [code[members] for members in comps]).tobytes()
+
+    def unpacked(self, codes: bytes) -> tuple[int, ...]:
+        """The components of :meth:`packed`'s ``codes``."""
+        masks = self._masks
+        return tuple([masks[i] for i in array("H", codes)])
 
 
 class BranchQueue:
@@ -72,10 +108,18 @@ class BranchQueue:
         self._seq = 0
         self._layer_entries = 0  # entries in all of by_layer, stale ones included
         self._lowest = 0  # no layer below this one holds an entry
+        self.codes = ComponentCodes()  # of the queued branches' components
 
     def push(self, branch: Branch) -> None:
+        """Queue ``branch``, its components held as codes (:class:`ComponentCodes`) until
+        it is popped: the branch is the queue's own from here, as every branch the
+        explorer makes is (:meth:`Explorer.adopt` pushes copies of branches from outside)."""
         self._seq += 1
         entry = QueueEntry(branch.estimate, self._seq, branch)
+        codes = self.codes.packed(branch.comps)
+        if codes is not None:
+            entry.comps = codes
+            branch.comps = None
         heapq.heappush(self.by_cost, entry)
         layer = branch.layer
         while len(self.by_layer) <= layer:
@@ -101,8 +145,17 @@ class BranchQueue:
         return [entry for entry in self.by_cost if entry.branch is not None]
 
     def branches(self) -> list[Branch]:
-        """The queued branches, cheapest ``g_hat`` first."""
-        return [entry.branch for entry in sorted(self._live())]
+        """The queued branches, cheapest ``g_hat`` first (copies of those held as codes,
+        which stay queued as they are)."""
+        return [self._whole(entry) for entry in sorted(self._live())]
+
+    def _whole(self, entry: QueueEntry) -> Branch:
+        """A copy of the entry's branch with its components (the branch if it holds them)."""
+        branch = entry.branch
+        if entry.comps is None:
+            return branch
+        return Branch(branch.layer, branch.assigned, self.codes.unpacked(entry.comps), branch.frontier,
+                      branch.cost, branch.trail, branch.link, branch.estimate, branch.bound, branch.fixed)
 
     def least_bound(self) -> float:
         """The smallest ``bound`` among queued branches (inf if none)."""
@@ -131,6 +184,9 @@ class BranchQueue:
             branch = entry.branch
             if branch is not None:
                 entry.branch = None
+                if entry.comps is not None:
+                    branch.comps = self.codes.unpacked(entry.comps)
+                    entry.comps = None
                 self.size -= 1
                 return branch
         return None
@@ -204,6 +260,7 @@ class Explorer:
     def adopt(self, branches: list[Branch]) -> None:
         """Take over open branches (handed out by the coordinator, or restored)."""
         for branch in branches:
+            branch = Branch(*branch.fields())  # the queue's own (BranchQueue.push)
             branch.frontier = self.problem.messages.adopted(branch.frontier)
             self.queue.push(branch)
 

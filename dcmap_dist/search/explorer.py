@@ -65,7 +65,7 @@ class ComponentCodes:
     def packed(self, comps: tuple[int, ...]) -> bytes | None:
         """``comps`` as codes; None if a mask has none and no code is left."""
         code = self._code
-        try:
+        try:  # nearly always: every mask has its code
             return array("H", [code[members] for members in comps]).tobytes()
         except KeyError:
             pass
@@ -75,7 +75,7 @@ class ComponentCodes:
                     return None
                 code[members] = len(self._masks)
                 self._masks.append(members)
-        return array("H", [code[members] for members in comps]).tobytes()
+        return self.packed(comps)
 
     def unpacked(self, codes: bytes) -> tuple[int, ...]:
         """The components of :meth:`packed`'s ``codes``."""
@@ -151,11 +151,11 @@ class BranchQueue:
 
     def _whole(self, entry: QueueEntry) -> Branch:
         """A copy of the entry's branch with its components (the branch if it holds them)."""
-        branch = entry.branch
         if entry.comps is None:
-            return branch
-        return Branch(branch.layer, branch.assigned, self.codes.unpacked(entry.comps), branch.frontier,
-                      branch.cost, branch.trail, branch.link, branch.estimate, branch.bound, branch.fixed)
+            return entry.branch
+        whole = Branch(*entry.branch.fields())
+        whole.comps = self.codes.unpacked(entry.comps)
+        return whole
 
     def least_bound(self) -> float:
         """The smallest ``bound`` among queued branches (inf if none)."""

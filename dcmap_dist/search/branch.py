@@ -103,7 +103,7 @@ class Branch:
 @cython.cclass
 class QueueEntry:
     """A queued branch's entry in the heaps of
-    :class:`~dcmap_dist.search.explorer.BranchQueue`, ordered by ``g_hat`` then
+    :class:`~dcmap_dist.search.branch_queue.BranchQueue`, ordered by ``g_hat`` then
     push number; ``branch`` is None once the branch is popped. ``comps``: the branch's
     components as the queue's codes while it waits (its own ``comps`` None then), else
     None. Compiled, it is a record of a double, a 64-bit integer and two pointers

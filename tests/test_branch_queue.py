@@ -1,11 +1,11 @@
-"""Tests of search/explorer.py's queue of open branches."""
+"""Tests of search/branch_queue.py: the queue of open branches."""
 
 from __future__ import annotations
 
 import random
 
-from dcmap_dist.search import explorer
-from dcmap_dist.search.explorer import BranchQueue
+from dcmap_dist.search import branch_queue
+from dcmap_dist.search.branch_queue import BranchQueue
 from dcmap_dist.search.branch import Branch
 
 
@@ -45,7 +45,7 @@ def test_the_queue_pops_as_one_sorted_list_would(monkeypatch):
     # random pushes (ties of g_hat included), pops of both kinds and branches pushed again;
     # a small floor makes the heaps compact often. The reference: the cheapest live branch
     # by (g_hat, push number), or by (layer, g_hat, push number)
-    monkeypatch.setattr(explorer, "STALE_FLOOR", 8)
+    monkeypatch.setattr(branch_queue, "STALE_FLOOR", 8)
     rng = random.Random(7)
     for trial in range(20):
         queue = BranchQueue()
@@ -86,7 +86,7 @@ def test_the_queue_pops_as_one_sorted_list_would(monkeypatch):
 def test_queued_components_come_back_as_they_went_in(monkeypatch):
     # a queued branch holds its components as two-byte codes; popped or listed, it has
     # them back in order, and once the codes run out a branch keeps its tuple
-    monkeypatch.setattr(explorer, "CODES_KEPT", 40)
+    monkeypatch.setattr(branch_queue, "CODES_KEPT", 40)
     rng = random.Random(11)
     masks = [rng.getrandbits(90) for _ in range(60)]
     queue = BranchQueue()

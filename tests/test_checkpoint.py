@@ -450,6 +450,25 @@ def test_altered_metadata_is_refused_naming_the_field(checkpointed, field, chang
         solve(None, resume=checkpointed, max_solutions=None)
 
 
+def test_a_branch_whose_link_is_not_its_trails_record_is_refused(checkpointed):
+    """A branch's link record is written twice (``link``, ``trail_record``: a branch holds it
+    once): two that differ, digests recomputed, are refused naming the field."""
+    import pyarrow as pa
+    import pyarrow.ipc
+
+    for folder in generations(checkpointed):
+        path = folder / "branches.arrow"
+        with pa.memory_map(str(path)) as source:
+            rows = pa.ipc.open_file(source).read_all().to_pylist()
+        assert all(row["link"] == row["trail_record"] for row in rows)
+        rows[0]["link"] = 12345 if rows[0]["link"] is None else None
+        with pa.ipc.new_file(str(path), SCHEMAS["branches"]) as writer:
+            writer.write_table(pa.Table.from_pylist(rows, schema=SCHEMAS["branches"]))
+        rewrite_digests(folder)
+    with pytest.raises(CheckpointError, match="link"):
+        solve(None, resume=checkpointed, max_solutions=None)
+
+
 def test_no_pickle_is_ever_read_without_trust(checkpointed, tmp_path):
     """A pickle planted in the messages table would run code when read: it is never read
     unless the caller trusts the folder (and the folder says it holds pickles)."""

@@ -258,7 +258,7 @@ def completions(problem: Problem, branch, g_min: float) -> Counter:
         shown = tuple(sorted(m for m, _ in branch.frontier if m & members and problem.parents_of[m] & rest))
         for i in bits(members):
             token[i] = ("component", shown)
-    start = len(branch.trail)
+    start = len(branch.joins)
     found = Counter()
     stack = [branch]
     while stack:
@@ -271,7 +271,7 @@ def completions(problem: Problem, branch, g_min: float) -> Counter:
                     x = owner[x]
                 return x
 
-            for join in here.trail[start:]:
+            for join in here.joins[start:]:
                 named = [("node", i) if rest >> i & 1 else token[i] for i in bits(join)]
                 for other in named[1:]:
                     owner[find(other)] = find(named[0])

@@ -123,10 +123,10 @@ def test_children_at_one_point_hold_one_frontier_object_of_shared_items_and_mask
                 items.setdefault(item, set()).add(id(item))
         assert all(len(ids) == 1 for ids in items.values()), seed
         # and so is every mask a branch holds (a component, its placed nodes, its fixed
-        # set, a trail's anchors), where Python does not share small ints itself
+        # set, a history's anchors), where Python does not share small ints itself
         masks: dict[int, set[int]] = {}
         for branch, _, _ in records:
-            for mask in (*branch.comps, branch.assigned, branch.fixed, *branch.trail[1:]):
+            for mask in (*branch.comps, branch.assigned, branch.fixed, *branch.joins):
                 if mask > 256:
                     masks.setdefault(mask, set()).add(id(mask))
         assert masks and all(len(ids) == 1 for ids in masks.values()), seed

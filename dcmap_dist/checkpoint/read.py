@@ -174,9 +174,11 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
         fields = ("arrival", "layer", "assigned", "cost", "trail_record", "link", "estimate", "bound")
         for i, (arrival, layer, assigned, cost, record, link, estimate, bound) in enumerate(
                 zip(*(column(name).to_pylist() for name in fields))):
+            if link != record:  # the same record in two columns
+                raise ValueError(f"branches.arrow: a branch's link {link} is not its trail's record {record}")
             members, fixed = comps.row(i)
             branch = Branch(layer, -1 if assigned is None else masks[assigned], members, tuple(frontier.row(i)),
-                            cost, (record, *join_masks[join_at[i]:join_at[i + 1]]), link, estimate, bound, fixed)
+                            cost, tuple(join_masks[join_at[i]:join_at[i + 1]]), link, estimate, bound, fixed)
             if arrival:
                 found.arrivals.setdefault(last, []).append(branch)
             else:

@@ -317,7 +317,7 @@ class Resume:
         topo, where = problem.topo, self.generation.folder
         every = topo.all_nodes
         for branch in [*state.branches, *self.generation.arrivals.get(self.metadata["component"], [])]:
-            masks = [*branch.comps, *(m for m, _ in branch.frontier), *branch.trail[1:]]
+            masks = [*branch.comps, *(m for m, _ in branch.frontier), *branch.joins]
             if (not 0 <= branch.layer <= topo.l_max or any(m <= 0 or m & ~every for m in masks)
                     or branch.assigned != -1 and branch.assigned & ~topo.layer_mask[branch.layer]
                     or not (math.isfinite(branch.cost) and branch.cost >= 0)):

@@ -148,7 +148,7 @@ def _branch_batch(component: int, branches: Sequence[Branch], arrival: bool, mes
     for branch in branches:
         comps.comps(branch.comps, branch.fixed, messages)
         layers.layers([branch.frontier], messages)
-        joins.items(map(mask_bytes, branch.trail[1:]))
+        joins.items(map(mask_bytes, branch.joins))
     return _batch("branches", len(branches), {
         "component": [component] * len(branches), "arrival": [arrival] * len(branches),
         "layer": [b.layer for b in branches],
@@ -156,7 +156,7 @@ def _branch_batch(component: int, branches: Sequence[Branch], arrival: bool, mes
         "comps": comps, "cls": layers,
         "cost": [b.cost for b in branches], "estimate": [b.estimate for b in branches],
         "bound": [b.bound for b in branches], "link": [b.link for b in branches],
-        "trail_record": [b.trail[0] for b in branches], "trail_joins": joins,
+        "trail_record": [b.link for b in branches], "trail_joins": joins,
     })
 
 

@@ -9,7 +9,7 @@ cdef class Branch:
     cdef public object assigned
     cdef public tuple comps, frontier
     cdef public double cost
-    cdef public tuple trail
+    cdef public tuple joins
     cdef public object link
     cdef public double estimate, bound
     cdef public object fixed

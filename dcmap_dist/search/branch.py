@@ -15,9 +15,11 @@ tuples, floats) so it can be serialised and moved between processes:
   node with a parent above the last completed layer. Future costs read only these.
   Messages are held as :mod:`dcmap_dist.search.messages` says: the built-in model's as
   codes, so a branch or a dominance key means the same in every process.
-* ``trail``: the history since the branch's last link record, ``(record id or
-  None, join masks...)`` (see :mod:`dcmap_dist.search.linking`); ``link`` is that record's
-  id. A branch carries no other history, so it pickles small.
+* ``link``: the id of the branch's last link record (None: none yet, the history starts at
+  the root); ``joins``: the join masks of its history since that record (``()`` right
+  after linking). ``trail`` reads both as one tuple, ``(link,
+  join masks...)``, the form :mod:`dcmap_dist.search.linking` stores. A branch carries no
+  other history, so it pickles small.
 * ``cost``: the cost of the cluster-layers placed; ``estimate``: ``g_hat``; ``bound``:
   ``cost`` plus an admissible lower bound on the rest.
 
@@ -38,7 +40,7 @@ except ImportError:
     from types import SimpleNamespace
     cython = SimpleNamespace(cclass=lambda cls: cls, no_gc=lambda cls: cls)
 
-FIELDS = ("layer", "assigned", "comps", "frontier", "cost", "trail", "link", "estimate", "bound", "fixed")
+FIELDS = ("layer", "assigned", "comps", "frontier", "cost", "joins", "link", "estimate", "bound", "fixed")
 
 
 @cython.no_gc
@@ -50,14 +52,14 @@ class Branch:
     __slots__ = FIELDS
 
     def __init__(self, layer: int, assigned: int, comps: tuple[int, ...],
-                 frontier: tuple[tuple[int, Hashable], ...], cost: float, trail: tuple = (None,),
+                 frontier: tuple[tuple[int, Hashable], ...], cost: float, joins: tuple[int, ...] = (),
                  link: int | None = None, estimate: float = 0.0, bound: float = 0.0, fixed: int = 0) -> None:
         self.layer = layer
         self.assigned = assigned
         self.comps = comps
         self.frontier = frontier
         self.cost = cost
-        self.trail = trail
+        self.joins = joins
         self.link = link
         self.estimate = estimate
         self.bound = bound
@@ -65,7 +67,7 @@ class Branch:
 
     def fields(self) -> tuple:
         """The fields in the order :class:`Branch` takes them."""
-        return (self.layer, self.assigned, self.comps, self.frontier, self.cost, self.trail, self.link,
+        return (self.layer, self.assigned, self.comps, self.frontier, self.cost, self.joins, self.link,
                 self.estimate, self.bound, self.fixed)
 
     def __reduce__(self) -> tuple:
@@ -83,20 +85,26 @@ class Branch:
     def layer_done(self) -> bool:
         return self.assigned == -1
 
+    @property
+    def trail(self) -> tuple:
+        """The history since the last link record, ``(link, join masks...)``."""
+        return (self.link, *self.joins)
+
     def linked(self, record: int) -> Branch:
         """This branch linked at ``record``, its history restarting there: moved to the
         start of the next layer if it completed one, else where it stands."""
         if self.assigned == -1:
             return self.advanced(record)
-        return Branch(self.layer, self.assigned, self.comps, self.frontier, self.cost, (record,), record,
+        return Branch(self.layer, self.assigned, self.comps, self.frontier, self.cost, (), record,
                       self.estimate, self.bound, self.fixed)
 
     def advanced(self, record: int | None = None) -> Branch:
         """This completed branch moved to the start of the next layer. Linked at record
         ``record``, its history restarts there; unlinked, it keeps its trail."""
-        trail = self.trail if record is None else (record,)
-        return Branch(self.layer + 1, 0, self.comps, self.frontier, self.cost, trail,
-                      self.link if record is None else record, self.estimate, self.bound)
+        if record is None:
+            return Branch(self.layer + 1, 0, self.comps, self.frontier, self.cost, self.joins, self.link,
+                          self.estimate, self.bound)
+        return Branch(self.layer + 1, 0, self.comps, self.frontier, self.cost, (), record, self.estimate, self.bound)
 
 
 @cython.no_gc

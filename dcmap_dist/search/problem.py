@@ -3,7 +3,7 @@
 
 A :class:`~dcmap_dist.search.branch.Branch` holds one partial mapping (its layer, the
 nodes of it placed, the open components, the frontier cluster-layers, its cost and its
-trail since its last link record).
+history since its last link record).
 
 One expansion (one *iteration*) takes a proposal, "which nodes of ``layer``
 join component ``c``", and makes one child branch per feasible combination
@@ -244,7 +244,7 @@ class Problem:
         bound = cost + known[0]
         if not within(bound, g_min):
             return None
-        trail = branch.trail
+        joins = branch.joins
         masks = self._masks
         if joined:
             fixed = 0
@@ -264,7 +264,7 @@ class Problem:
                 touched = comps[j] & kids
                 anchors |= touched & -touched
             if anchors & (anchors - 1):
-                trail = trail + (masks.lookup(anchors),)
+                joins = joins + (masks.lookup(anchors),)
         else:
             fixed = branch.fixed | (1 << proposal)
             new_comps = comps  # shared with the parent unless singles are added
@@ -279,7 +279,7 @@ class Problem:
         else:
             assigned = masks.lookup(assigned)
             fixed = masks.lookup(fixed)
-        child = Branch(layer, assigned, tuple(new_comps), known[1], cost, trail, branch.link, fixed=fixed)
+        child = Branch(layer, assigned, tuple(new_comps), known[1], cost, joins, branch.link, fixed=fixed)
         child.bound = bound
         child.estimate = bound if self._estimator is None else cost + self.estimate(child)
         return child
@@ -290,7 +290,7 @@ class Problem:
         marks "layer done, not yet linked")."""
         comps = self._comps_read_later(branch.comps, branch.layer)
         frontier = tuple(self._read_later(branch.frontier, branch.layer))
-        return Branch(branch.layer, -1, comps, frontier, branch.cost, branch.trail, branch.link)
+        return Branch(branch.layer, -1, comps, frontier, branch.cost, branch.joins, branch.link)
 
     def _comps_read_later(self, comps: list | tuple, layer: int) -> tuple[int, ...]:
         """The components a completed layer keeps, sorted (all unfixed again for the next

@@ -54,7 +54,8 @@ def counters(iterations: int, elapsed: float, g_min: float, trace: list, first: 
 
 def resumption(state: SearchState, saved: dict[str, Any]) -> Resumption:
     """The inverse of :func:`counters`, with the state."""
-    first = Branch(0, -1, (), (), saved["first_cost"], tuple(saved["first_trail"]))
+    link, *joins = saved["first_trail"]
+    first = Branch(0, -1, (), (), saved["first_cost"], tuple(joins), link)
     return Resumption(state, saved["iterations"], saved["elapsed"], saved["g_min"],
                       trace_from_plain(saved["trace"]), first, saved["next_owner"])
 

@@ -178,7 +178,8 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
                 raise ValueError(f"branches.arrow: a branch's link {link} is not its trail's record {record}")
             members, fixed = comps.row(i)
             branch = Branch(layer, -1 if assigned is None else masks[assigned], members, tuple(frontier.row(i)),
-                            cost, tuple(join_masks[join_at[i]:join_at[i + 1]]), link, estimate, bound, fixed)
+                            cost, tuple(join_masks[join_at[i]:join_at[i + 1]]), -1 if link is None else link, estimate,
+                            bound, fixed)
             if arrival:
                 found.arrivals.setdefault(last, []).append(branch)
             else:

@@ -149,14 +149,14 @@ def _branch_batch(component: int, branches: Sequence[Branch], arrival: bool, mes
         comps.comps(branch.comps, branch.fixed, messages)
         layers.layers([branch.frontier], messages)
         joins.items(map(mask_bytes, branch.joins))
+    links = [None if b.link < 0 else b.link for b in branches]
     return _batch("branches", len(branches), {
         "component": [component] * len(branches), "arrival": [arrival] * len(branches),
         "layer": [b.layer for b in branches],
         "assigned": [None if b.assigned == -1 else masks[b.assigned] for b in branches],
         "comps": comps, "cls": layers,
         "cost": [b.cost for b in branches], "estimate": [b.estimate for b in branches],
-        "bound": [b.bound for b in branches], "link": [b.link for b in branches],
-        "trail_record": [b.link for b in branches], "trail_joins": joins,
+        "bound": [b.bound for b in branches], "link": links, "trail_record": links, "trail_joins": joins,
     })
 
 

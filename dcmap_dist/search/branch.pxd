@@ -10,7 +10,7 @@ cdef class Branch:
     cdef public tuple comps, frontier
     cdef public double cost
     cdef public tuple joins
-    cdef public object link
+    cdef public long long link
     cdef public double estimate, bound
     cdef public object fixed
     cpdef tuple fields(self)

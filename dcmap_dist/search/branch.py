@@ -15,16 +15,16 @@ tuples, floats) so it can be serialised and moved between processes:
   node with a parent above the last completed layer. Future costs read only these.
   Messages are held as :mod:`dcmap_dist.search.messages` says: the built-in model's as
   codes, so a branch or a dominance key means the same in every process.
-* ``link``: the id of the branch's last link record (None: none yet, the history starts at
+* ``link``: the id of the branch's last link record (-1: none yet, the history starts at
   the root); ``joins``: the join masks of its history since that record (``()`` right
-  after linking). ``trail`` reads both as one tuple, ``(link,
-  join masks...)``, the form :mod:`dcmap_dist.search.linking` stores. A branch carries no
+  after linking). ``trail`` reads both as one tuple, ``(record id or
+  None, join masks...)``, the form :mod:`dcmap_dist.search.linking` stores. A branch carries no
   other history, so it pickles small.
 * ``cost``: the cost of the cluster-layers placed; ``estimate``: ``g_hat``; ``bound``:
   ``cost`` plus an admissible lower bound on the rest.
 
 Compiled, a branch is a fixed record (``search/branch.pxd``): its layer a C int, its
-three costs C doubles, the rest pointers. Pure Python, a slotted class of the same
+link a C 64-bit integer, its three costs C doubles, the rest pointers. Pure Python, a slotted class of the same
 fields. A :class:`QueueEntry` is a queued branch's entry in the explorer's heaps. Neither
 can hold a reference cycle, so compiled, neither is tracked by the cycle collector
 (``cython.no_gc``; Cython reads class directives here, not in the ``.pxd``).
@@ -53,7 +53,7 @@ class Branch:
 
     def __init__(self, layer: int, assigned: int, comps: tuple[int, ...],
                  frontier: tuple[tuple[int, Hashable], ...], cost: float, joins: tuple[int, ...] = (),
-                 link: int | None = None, estimate: float = 0.0, bound: float = 0.0, fixed: int = 0) -> None:
+                 link: int = -1, estimate: float = 0.0, bound: float = 0.0, fixed: int = 0) -> None:
         self.layer = layer
         self.assigned = assigned
         self.comps = comps
@@ -87,8 +87,8 @@ class Branch:
 
     @property
     def trail(self) -> tuple:
-        """The history since the last link record, ``(link, join masks...)``."""
-        return (self.link, *self.joins)
+        """The history since the last link record, ``(record id or None, join masks...)``."""
+        return (self.link if self.link >= 0 else None, *self.joins)
 
     def linked(self, record: int) -> Branch:
         """This branch linked at ``record``, its history restarting there: moved to the

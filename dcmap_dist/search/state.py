@@ -55,7 +55,7 @@ def counters(iterations: int, elapsed: float, g_min: float, trace: list, first: 
 def resumption(state: SearchState, saved: dict[str, Any]) -> Resumption:
     """The inverse of :func:`counters`, with the state."""
     link, *joins = saved["first_trail"]
-    first = Branch(0, -1, (), (), saved["first_cost"], tuple(joins), link)
+    first = Branch(0, -1, (), (), saved["first_cost"], tuple(joins), -1 if link is None else link)
     return Resumption(state, saved["iterations"], saved["elapsed"], saved["g_min"],
                       trace_from_plain(saved["trace"]), first, saved["next_owner"])
 

@@ -19,7 +19,7 @@ from .model.mappings import given_nodes, mapping_names
 from .model.network import Network
 from .result import Solution, SolveResult, environment
 from .search.audit import Audit
-from .search.linking import trail_count, trail_joins
+from .search.histories import trail_count, trail_joins
 from .search.outcome import SearchOutcome
 from .search.problem import Problem, joins_to_clusters, within
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 # setup.py compiles these (paths in the package, without .py)
 COMPILED = ("search/branch", "search/branch_queue", "search/problem", "search/bounds", "search/combinations",
-            "search/explorer", "search/linking", "search/keys", "model/topology")
+            "search/explorer", "search/linking", "search/histories", "search/keys", "model/topology")
 BUILT_SOURCES = "built-sources.json"  # sha256 of each source when it was compiled
 PACKAGE = Path(__file__).resolve().parent
 

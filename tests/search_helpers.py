@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from dcmap_dist.cost.base import evaluate_mapping
-from dcmap_dist.search.linking import trail_joins
+from dcmap_dist.search.histories import trail_joins
 from dcmap_dist.search.problem import Problem, joins_to_clusters
 
 REL = 1e-9

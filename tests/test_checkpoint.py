@@ -23,7 +23,7 @@ import pytest
 from dcmap_dist.checkpoint import read
 from dcmap_dist.checkpoint.arrow import FAULT_VARIABLE, POINTER, SCHEMAS, CheckpointError, generations
 from dcmap_dist.io.load import load_network
-from dcmap_dist.search.linking import histories_of
+from dcmap_dist.search.histories import histories_of
 from dcmap_dist.solve import solve
 
 from search_costs import COST_MODELS, partition, random_network, trace_problem

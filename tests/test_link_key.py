@@ -28,9 +28,9 @@ from dcmap_dist.model.network import Network
 from dcmap_dist.search import explorer as explorer_module
 from dcmap_dist.search.audit import AuditError
 from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.search.linking import (CHEAPER, NEW, TIE, WORSE, HistoryTable, LinkShard, first_history, histories_of,
-                                       history, history_fields, history_parts, history_record, record_id, route,
-                                       trail_count)
+from dcmap_dist.search.histories import (HistoryTable, first_history, histories_of, history, history_fields,
+                                         history_parts, history_record, record_id, trail_count)
+from dcmap_dist.search.linking import CHEAPER, NEW, TIE, WORSE, LinkShard, route
 from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 from search_costs import random_network
@@ -277,7 +277,7 @@ def test_a_history_table_holds_the_records_of_every_owner():
 
 def test_a_history_reads_back_whatever_the_widths_of_its_numbers():
     # a history's lengths are varints and its iteration and record take the bytes they
-    # need (linking.history): small and wide values, a join of no nodes, masks and
+    # need (histories.history): small and wide values, a join of no nodes, masks and
     # histories longer than one varint byte can count
     wide = (1 << 1100) | 5  # 138 bytes
     for iteration in (0, 1, 127, 128, 2**40):

@@ -204,7 +204,7 @@ def test_a_serial_search_hands_its_objects_back_to_the_garbage_collector(child):
 def test_a_missing_link_record_is_an_error_unless_records_may_be_lost(child):
     # a distributed search may lose records with a worker and then reports an improvement
     # without its mapping; in any other search a missing record is a bug, not a None
-    from dcmap_dist.search.linking import MissingRecord
+    from dcmap_dist.search.histories import MissingRecord
     from dcmap_dist.search.outcome import improvement_clusters
 
     problem = Problem(child, DcmapCost(), "merge")

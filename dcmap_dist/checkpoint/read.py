@@ -17,7 +17,8 @@ import pyarrow as pa
 
 from ..limits import StopReason
 from ..model.network import network_from_dict, no_duplicate_keys
-from ..search.linking import Entry, HistoryTable, history
+from ..search.histories import HistoryTable, history
+from ..search.linking import Entry
 from ..search.messages import MessageCodes
 from ..search.branch import Branch
 from ..search.state import SearchState

@@ -35,7 +35,7 @@ from ..io.outputs import OutputError, check_not_package, unwritable
 from ..limits import StopReason
 from ..model.network import Network, NetworkError, network_from_dict
 from ..search.audit import Audit, AuditError
-from ..search.linking import Histories, MissingRecord, trail_path
+from ..search.histories import Histories, MissingRecord, trail_path
 from ..search.messages import MessageCodes, node_set_messages
 from ..search.outcome import SearchOutcome
 from ..search.problem import Problem, joins_to_clusters, within

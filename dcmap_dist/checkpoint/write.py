@@ -18,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..search.keys import key_parts
-from ..search.linking import Entry, Histories, history_parts
+from ..search.histories import Histories, history_parts
+from ..search.linking import Entry
 from ..search.branch import Branch
 from ..search.state import SearchState
 from .arrow import (BATCH_ROWS, DIGESTS, FAULT_VARIABLE, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, digest,

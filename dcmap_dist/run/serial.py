@@ -4,9 +4,9 @@ loop of :mod:`dcmap_dist.run.loop` (as the distributed search is).
 
 The loop itself (activation with ``alpha``, pruning of dominated branches and of
 branches that cannot beat ``G_min``, expansion, linking at completed layers) is in
-:mod:`dcmap_dist.search.explorer`, shared with the distributed search; the link table and
-the tied histories that rebuild every optimal mapping are in
-:mod:`dcmap_dist.search.linking`.
+:mod:`dcmap_dist.search.explorer`, shared with the distributed search; the link table is
+in :mod:`dcmap_dist.search.linking`, and the tied histories that rebuild every optimal
+mapping in :mod:`dcmap_dist.search.histories`.
 """
 
 from __future__ import annotations

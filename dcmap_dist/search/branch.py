@@ -18,7 +18,7 @@ tuples, floats) so it can be serialised and moved between processes:
 * ``link``: the id of the branch's last link record (-1: none yet, the history starts at
   the root); ``joins``: the join masks of its history since that record (``()`` right
   after linking). ``trail`` reads both as one tuple, ``(record id or
-  None, join masks...)``, the form :mod:`dcmap_dist.search.linking` stores. A branch carries no
+  None, join masks...)``, the form :mod:`dcmap_dist.search.histories` stores. A branch carries no
   other history, so it pickles small.
 * ``cost``: the cost of the cluster-layers placed; ``estimate``: ``g_hat``; ``bound``:
   ``cost`` plus an admissible lower bound on the rest.

@@ -30,7 +30,8 @@ from ..cost.dcmap import leaves_no_cycles
 from ..limits import SearchInterrupted, StepEnd, StopReason, Stopwatch
 from .branch import Branch
 from .branch_queue import BranchQueue
-from .linking import CHEAPER, NEW, HistoryTable, Improvement, LinkShard, route
+from .histories import HistoryTable
+from .linking import CHEAPER, NEW, Improvement, LinkShard, route
 from .problem import Problem, within
 from .state import SearchState
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..limits import StopReason
-from .linking import Entry, Histories, Improvement, MissingRecord, gather_histories, trail_path
+from .histories import Histories, MissingRecord, gather_histories, trail_path
+from .linking import Entry, Improvement
 from .branch import Branch
 from .problem import Problem, joins_to_clusters, within
 from .state import SearchState

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .linking import Entry, Histories, Improvement
+from .histories import Histories
+from .linking import Entry, Improvement
 from .branch import Branch
 
 

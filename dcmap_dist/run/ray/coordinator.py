@@ -13,7 +13,8 @@ import ray
 
 from ...limits import Limits, StopReason, Stopwatch, memory_mb
 from ...search.explorer import Explorer
-from ...search.linking import Improvement, LinkShard, gather_histories, route
+from ...search.histories import gather_histories
+from ...search.linking import Improvement, LinkShard, route
 from ...search.branch import Branch
 from ...search.state import Resumption, SearchState
 from .protocol import Snapshot, StepReport
@@ -258,7 +259,7 @@ class Coordinator(WorkerSteps, Snapshots):
 
     def paths(self, trails: list[tuple]) -> dict[int, bytes]:
         """The first history of every record on the paths that ``trails`` followed,
-        fetched for all of them at once (see :func:`linking.gather_histories`).
+        fetched for all of them at once (see :func:`histories.gather_histories`).
         Improvements' mappings are rebuilt from this in one call while the search runs,
         instead of a call per record that leaves the workers without steps meanwhile."""
         return gather_histories(trails, self.lookup, first=True)

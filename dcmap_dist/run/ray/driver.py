@@ -59,7 +59,8 @@ import ray.cloudpickle
 from ...cost.base import CostModel
 from ...limits import Limits, StopReason, Stopwatch
 from ...search.heuristics import incumbent
-from ...search.linking import Improvement, MissingRecord, gather_histories
+from ...search.histories import MissingRecord, gather_histories
+from ...search.linking import Improvement
 from ...search.outcome import Saver, SearchOutcome, announce, outcome
 from ...search.branch import Branch
 from ...search.problem import Problem, within

@@ -72,6 +72,16 @@ def generations(memo: object, older: dict) -> list[dict]:
     return [memo.newer, memo.older]
 
 
+def _module(name: str) -> object:
+    """``dcmap_dist.search.<name>``, or None if the tree has no such module."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"dcmap_dist.search.{name}")
+    except ImportError:
+        return None
+
+
 def measure(tree: str, label: str, iterations: int) -> list[dict]:
     """Run ``label`` to ``iterations`` with the package of ``tree``; one row per structure."""
     sys.path.insert(0, tree)
@@ -81,7 +91,6 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
     from dcmap_dist.io.load import load_network
     from dcmap_dist.limits import Limits, memory_mb
     from dcmap_dist.run.serial import SerialSearch
-    from dcmap_dist.search import linking
     from dcmap_dist.search.problem import Problem
 
     if label.startswith("seagrass-"):  # seagrass-1slice, seagrass-2slices: the paper's order
@@ -105,7 +114,10 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
     deep_size(vars(problem.messages) if messages is None else messages, seen)
     deep_size(problem.topo, seen)
     known = generations(problem.bound._known, getattr(problem.bound, "_known_before", {}))
-    histories_of = getattr(linking, "histories_of", list)  # a tree before a record's histories were one run of bytes
+    # where a tree keeps histories_of (search/histories.py from d76acc7 on, search/linking.py
+    # before); a tree before a record's histories were one run of bytes holds them in lists
+    histories_of = next((getattr(module, "histories_of") for module in map(_module, ("histories", "linking"))
+                         if hasattr(module, "histories_of")), list)
     structures = [
         ("open branches", explorer.open_count(), [explorer.active, queue.by_cost, queue.by_layer]),
         ("link records", len(shard.entries), shard.entries),

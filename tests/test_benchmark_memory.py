@@ -26,4 +26,7 @@ def test_a_small_run_measures_every_structure(tmp_path):
                                                "bound memo", "cost memo", "masks"]
     assert all(r["network"] == "child" and r["iterations"] == "3000" for r in rows)
     assert int(rows[1]["items"]) > 100 and float(rows[1]["bytes_per_item"]) > 0
+    # every record keeps a history at least, and each history takes its 8-byte link to the
+    # one before and 3 bytes at least (a count of bytes, not histories, read about 1.5)
+    assert int(rows[2]["items"]) >= int(rows[1]["items"]) and float(rows[2]["bytes_per_item"]) > 11
     assert rows[0]["command"] == "python scripts/benchmark_memory.py --networks child:3000 --output " + str(output)

@@ -72,16 +72,6 @@ def generations(memo: object, older: dict) -> list[dict]:
     return [memo.newer, memo.older]
 
 
-def _module(name: str) -> object:
-    """``dcmap_dist.search.<name>``, or None if the tree has no such module."""
-    import importlib
-
-    try:
-        return importlib.import_module(f"dcmap_dist.search.{name}")
-    except ImportError:
-        return None
-
-
 def measure(tree: str, label: str, iterations: int) -> list[dict]:
     """Run ``label`` to ``iterations`` with the package of ``tree``; one row per structure."""
     sys.path.insert(0, tree)
@@ -114,10 +104,12 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
     deep_size(vars(problem.messages) if messages is None else messages, seen)
     deep_size(problem.topo, seen)
     known = generations(problem.bound._known, getattr(problem.bound, "_known_before", {}))
-    # where a tree keeps histories_of (search/histories.py from d76acc7 on, search/linking.py
-    # before); a tree before a record's histories were one run of bytes holds them in lists
-    histories_of = next((getattr(module, "histories_of") for module in map(_module, ("histories", "linking"))
-                         if hasattr(module, "histories_of")), list)
+    try:
+        from dcmap_dist.search.histories import histories_of
+    except ImportError:  # a tree before d76acc7 keeps it in search/linking.py; one before
+        from dcmap_dist.search import linking  # a record's histories were a run of bytes, lists
+
+        histories_of = getattr(linking, "histories_of", list)
     structures = [
         ("open branches", explorer.open_count(), [explorer.active, queue.by_cost, queue.by_layer]),
         ("link records", len(shard.entries), shard.entries),

@@ -20,7 +20,7 @@ from ..model.network import network_from_dict, no_duplicate_keys
 from ..search.histories import HistoryTable, history
 from ..search.linking import Entry
 from ..search.messages import MessageCodes
-from ..search.branch import Branch
+from ..search.branch import Branch, link_of
 from ..search.state import SearchState
 from .arrow import (BATCH_ROWS, DIGESTS, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, CheckpointError, Damaged,
                     digest, generations)
@@ -179,8 +179,8 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
                 raise ValueError(f"branches.arrow: a branch's link {link} is not its trail's record {record}")
             members, fixed = comps.row(i)
             branch = Branch(layer, -1 if assigned is None else masks[assigned], members, tuple(frontier.row(i)),
-                            cost, tuple(join_masks[join_at[i]:join_at[i + 1]]), -1 if link is None else link, estimate,
-                            bound, fixed)
+                            cost, tuple(join_masks[join_at[i]:join_at[i + 1]]), link_of(link), estimate, bound,
+                            fixed)
             if arrival:
                 found.arrivals.setdefault(last, []).append(branch)
             else:

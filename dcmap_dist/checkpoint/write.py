@@ -20,7 +20,7 @@ import pyarrow as pa
 from ..search.keys import key_parts
 from ..search.histories import Histories, history_parts
 from ..search.linking import Entry
-from ..search.branch import Branch
+from ..search.branch import Branch, record_of
 from ..search.state import SearchState
 from .arrow import (BATCH_ROWS, DIGESTS, FAULT_VARIABLE, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, digest,
                     generations)
@@ -150,7 +150,7 @@ def _branch_batch(component: int, branches: Sequence[Branch], arrival: bool, mes
         comps.comps(branch.comps, branch.fixed, messages)
         layers.layers([branch.frontier], messages)
         joins.items(map(mask_bytes, branch.joins))
-    links = [None if b.link < 0 else b.link for b in branches]
+    links = [record_of(b.link) for b in branches]
     return _batch("branches", len(branches), {
         "component": [component] * len(branches), "arrival": [arrival] * len(branches),
         "layer": [b.layer for b in branches],

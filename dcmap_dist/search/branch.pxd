@@ -18,6 +18,10 @@ cdef class Branch:
     cpdef Branch advanced(self, object record=*)
 
 
+cpdef long long link_of(object record)
+cpdef object record_of(long long link)
+
+
 @cython.final
 cdef class QueueEntry:
     cdef public double g_hat

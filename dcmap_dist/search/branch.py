@@ -15,17 +15,17 @@ tuples, floats) so it can be serialised and moved between processes:
   node with a parent above the last completed layer. Future costs read only these.
   Messages are held as :mod:`dcmap_dist.search.messages` says: the built-in model's as
   codes, so a branch or a dominance key means the same in every process.
-* ``link``: the id of the branch's last link record (-1: none yet, the history starts at
-  the root); ``joins``: the join masks of its history since that record (``()`` right
-  after linking). ``trail`` reads both as one tuple, ``(record id or
-  None, join masks...)``, the form :mod:`dcmap_dist.search.histories` stores. A branch carries no
-  other history, so it pickles small.
+* ``link``: the id of the branch's last link record (:data:`NO_LINK`: none yet, the
+  history starts at the root; :func:`link_of` and :func:`record_of` convert); ``joins``: the join masks of its history since that record (``()`` right
+  after linking). ``trail`` reads both as one tuple, ``(record id or None, join
+  masks...)``, the form :mod:`dcmap_dist.search.histories` stores. A branch carries no other
+  history, so it pickles small.
 * ``cost``: the cost of the cluster-layers placed; ``estimate``: ``g_hat``; ``bound``:
   ``cost`` plus an admissible lower bound on the rest.
 
-Compiled, a branch is a fixed record (``search/branch.pxd``): its layer a C int, its
-link a C 64-bit integer, its three costs C doubles, the rest pointers. Pure Python, a slotted class of the same
-fields. A :class:`QueueEntry` is a queued branch's entry in the explorer's heaps. Neither
+Compiled, a branch is a fixed record (``search/branch.pxd``): its layer a C int, its link
+a C 64-bit integer, its three costs C doubles, the rest pointers. Pure Python, a slotted
+class of the same fields. A :class:`QueueEntry` is a queued branch's entry in the explorer's heaps. Neither
 can hold a reference cycle, so compiled, neither is tracked by the cycle collector
 (``cython.no_gc``; Cython reads class directives here, not in the ``.pxd``).
 """
@@ -40,6 +40,7 @@ except ImportError:
     from types import SimpleNamespace
     cython = SimpleNamespace(cclass=lambda cls: cls, no_gc=lambda cls: cls)
 
+NO_LINK = -1  # a branch's link when it has no link record yet (its history starts at the root)
 FIELDS = ("layer", "assigned", "comps", "frontier", "cost", "joins", "link", "estimate", "bound", "fixed")
 
 
@@ -53,7 +54,7 @@ class Branch:
 
     def __init__(self, layer: int, assigned: int, comps: tuple[int, ...],
                  frontier: tuple[tuple[int, Hashable], ...], cost: float, joins: tuple[int, ...] = (),
-                 link: int = -1, estimate: float = 0.0, bound: float = 0.0, fixed: int = 0) -> None:
+                 link: int = NO_LINK, estimate: float = 0.0, bound: float = 0.0, fixed: int = 0) -> None:
         self.layer = layer
         self.assigned = assigned
         self.comps = comps
@@ -88,7 +89,7 @@ class Branch:
     @property
     def trail(self) -> tuple:
         """The history since the last link record, ``(record id or None, join masks...)``."""
-        return (self.link if self.link >= 0 else None, *self.joins)
+        return (record_of(self.link), *self.joins)
 
     def linked(self, record: int) -> Branch:
         """This branch linked at ``record``, its history restarting there: moved to the
@@ -101,10 +102,18 @@ class Branch:
     def advanced(self, record: int | None = None) -> Branch:
         """This completed branch moved to the start of the next layer. Linked at record
         ``record``, its history restarts there; unlinked, it keeps its trail."""
-        if record is None:
-            return Branch(self.layer + 1, 0, self.comps, self.frontier, self.cost, self.joins, self.link,
-                          self.estimate, self.bound)
-        return Branch(self.layer + 1, 0, self.comps, self.frontier, self.cost, (), record, self.estimate, self.bound)
+        joins, link = (self.joins, self.link) if record is None else ((), record)
+        return Branch(self.layer + 1, 0, self.comps, self.frontier, self.cost, joins, link, self.estimate, self.bound)
+
+
+def link_of(record: int | None) -> int:
+    """A link record's id (None: none, the root) as a branch holds it in ``link``."""
+    return NO_LINK if record is None else record
+
+
+def record_of(link: int) -> int | None:
+    """The inverse of :func:`link_of`: the record a branch's ``link`` names, None for the root."""
+    return None if link == NO_LINK else link
 
 
 @cython.no_gc

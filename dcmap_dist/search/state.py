@@ -10,7 +10,7 @@ from typing import Any
 
 from .histories import Histories
 from .linking import Entry, Improvement
-from .branch import Branch
+from .branch import Branch, link_of
 
 
 @dataclass
@@ -56,7 +56,7 @@ def counters(iterations: int, elapsed: float, g_min: float, trace: list, first: 
 def resumption(state: SearchState, saved: dict[str, Any]) -> Resumption:
     """The inverse of :func:`counters`, with the state."""
     link, *joins = saved["first_trail"]
-    first = Branch(0, -1, (), (), saved["first_cost"], tuple(joins), -1 if link is None else link)
+    first = Branch(0, -1, (), (), saved["first_cost"], tuple(joins), link_of(link))
     return Resumption(state, saved["iterations"], saved["elapsed"], saved["g_min"],
                       trace_from_plain(saved["trace"]), first, saved["next_owner"])
 

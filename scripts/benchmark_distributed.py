@@ -29,9 +29,16 @@ time spent packing and unpacking and settling the arrivals, and their sum per ar
 (``us_per_crossing``). What remains between this and a Ray run is what
 Ray, the coordinator and the second core add.
 
+``formats``: what a batch costs as marshal (the workers' format) and as an Arrow record
+batch of columns (each field a column, each tuple a list column of 64-bit words, written
+and read by Arrow's IPC stream), on the batches two explorers of ``overhead`` send in their
+first ``--iterations`` expansions: microseconds per completion to pack and to unpack back
+to ``(key, Branch)`` (the fastest of ``--repeat``, at least 5, passes), and bytes per
+completion; both must read back what was sent. For networks whose masks fit 64 bits.
+
 Rows go to ``results/distributed-proof.csv``, ``results/distributed-scaling.csv``,
-``results/distributed-latency.csv`` and ``results/distributed-overhead.csv`` (appended,
-with the command and date).
+``results/distributed-latency.csv``, ``results/distributed-overhead.csv`` and
+``results/distributed-batch-formats.csv`` (appended, with the command and date).
 
     python scripts/benchmark_distributed.py proof --networks insurance,water,seagrass-2slices
     python scripts/benchmark_distributed.py proof --networks insurance --workers 2 --repeat 3
@@ -39,6 +46,7 @@ with the command and date).
     python scripts/benchmark_distributed.py scaling --networks seagrass-1slice,child
     python scripts/benchmark_distributed.py latency --networks seagrass-2slices --delays 100,1000,3000
     python scripts/benchmark_distributed.py overhead --networks insurance --iterations 200000 --repeat 3
+    python scripts/benchmark_distributed.py formats --networks insurance,water --iterations 60000
 """
 
 from __future__ import annotations
@@ -299,10 +307,11 @@ def delayed(label: str, delay: int) -> dict:
             "first_optimal": first, "cpu_seconds": round(cpu, 2)}
 
 
-def in_process(label: str, shards: int, iterations: int) -> dict:
+def in_process(label: str, shards: int, iterations: int, sent: list | None = None) -> dict:
     """``iterations`` expansions of ``label`` by ``shards`` explorers in this process, each
     owning its shard of the link table (one: the serial search), taking 100 ms turns and
-    exchanging packed batches between turns as the workers do."""
+    exchanging packed batches between turns as the workers do; each batch, unpacked, is
+    added to ``sent`` if given."""
     from dcmap_dist.cost.dcmap import DcmapCost
     from dcmap_dist.limits import Limits, Stopwatch
     from dcmap_dist.run.ray.worker import packed, unpacked
@@ -337,6 +346,8 @@ def in_process(label: str, shards: int, iterations: int) -> dict:
                 clock = time.process_time()
                 for j, batch in explorer.take_outbox().items():
                     inbox[j].append(packed(batch, True))
+                    if sent is not None:
+                        sent.append(batch)
                 packing += time.process_time() - clock
             idle = idle and stop == "idle"
             g_min = min(e.g_min for e in explorers)
@@ -352,6 +363,107 @@ def in_process(label: str, shards: int, iterations: int) -> dict:
             "settling_seconds": round(settling, 2), "arrivals": arrived, "us_per_crossing": crossing}
 
 
+SCALARS = ("layer", "assigned", "cost", "link", "estimate", "bound", "fixed", "blocked")  # blocked: bytes
+LISTS = ("comps", "frontier_masks", "frontier_messages", "joins", "shape")
+
+
+def arrow_packed(batch: list) -> bytes:
+    """A batch of completions ``(key, branch)`` (lean keys: ``(layer, items, shape,
+    blocked)``, ``items`` the branch's frontier) as an Arrow record batch in an IPC stream:
+    a column per scalar field, a list column of 64-bit words per tuple; ``blocked``, a
+    mask over pairs of components, may pass 64 bits: its bytes, little-endian."""
+    import pyarrow as pa
+
+    scalars: dict[str, list] = {name: [] for name in SCALARS}
+    lists: dict[str, tuple[list, list]] = {name: ([], [0]) for name in LISTS}
+    for key, branch in batch:
+        for name in SCALARS[:-1]:
+            scalars[name].append(getattr(branch, name))
+        scalars["blocked"].append(key[3].to_bytes((key[3].bit_length() + 7) // 8, "little"))
+        for name, items in (("comps", branch.comps), ("frontier_masks", [item[0] for item in branch.frontier]),
+                            ("frontier_messages", [item[1] for item in branch.frontier]),
+                            ("joins", branch.joins), ("shape", key[2])):
+            values, offsets = lists[name]
+            values.extend(items)
+            offsets.append(len(values))
+    types = {"cost": pa.float64(), "estimate": pa.float64(), "bound": pa.float64(), "fixed": pa.uint64(),
+             "blocked": pa.binary()}
+    columns = [pa.array(scalars[name], types.get(name, pa.int64())) for name in SCALARS]
+    columns += [pa.ListArray.from_arrays(pa.array(lists[name][1], pa.int32()), pa.array(lists[name][0], pa.uint64()))
+                for name in LISTS]
+    table = pa.RecordBatch.from_arrays(columns, names=[*SCALARS, *LISTS])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_batch(table)
+    return sink.getvalue().to_pybytes()
+
+
+def arrow_unpacked(data: bytes) -> list:
+    """The completions of :func:`arrow_packed`'s bytes, as the search holds them."""
+    import pyarrow as pa
+
+    from dcmap_dist.search.branch import Branch
+
+    table = pa.ipc.open_stream(data).read_next_batch()
+    scalars = {name: table.column(name).to_numpy(zero_copy_only=False).tolist() for name in SCALARS}
+    lists = {name: (table.column(name).values.to_numpy().tolist(), table.column(name).offsets.to_numpy().tolist())
+             for name in LISTS}
+    (comps, at_comps), (masks, at_items), (messages, _), (joins, at_joins), (shape, at_shape) = (
+        lists[name] for name in LISTS)
+    out = []
+    for row, (layer, assigned, cost, link, estimate, bound, fixed, blocked) in enumerate(
+            zip(*(scalars[name] for name in SCALARS))):
+        start, end = at_items[row], at_items[row + 1]
+        frontier = tuple(zip(masks[start:end], messages[start:end]))
+        branch = Branch(layer, assigned, tuple(comps[at_comps[row]:at_comps[row + 1]]), frontier, cost,
+                        tuple(joins[at_joins[row]:at_joins[row + 1]]), link, estimate, bound, fixed)
+        key = (layer, frontier, tuple(shape[at_shape[row]:at_shape[row + 1]]), int.from_bytes(blocked, "little"))
+        out.append((key, branch))
+    return out
+
+
+def fastest(passes: int, function, *args) -> tuple[float, object]:
+    """The least CPU time of ``passes`` calls of ``function(*args)``, and its answer."""
+    best = math.inf
+    for _ in range(passes):
+        clock = time.process_time()
+        answer = function(*args)
+        best = min(best, time.process_time() - clock)
+    return best, answer
+
+
+def formats(args: argparse.Namespace) -> None:
+    import gc
+
+    from dcmap_dist.run.ray.worker import packed, unpacked
+
+    for label in args.networks.split(","):
+        sent: list = []
+        in_process(label, 2, args.iterations, sent)
+        completions = [row for batch in sent for row in batch]
+        expected = [(key, branch.fields()) for key, branch in completions]
+        rows = []
+        gc.disable()  # as when a worker reads a batch (worker.unpacked)
+        try:
+            for name, pack, unpack in (("marshal", lambda rows: packed(rows, True), unpacked),
+                                       ("arrow", arrow_packed, arrow_unpacked)):
+                pack_seconds, data = fastest(max(args.repeat, 5), pack, completions)
+                unpack_seconds, back = fastest(max(args.repeat, 5), unpack, data)
+                if [(key, branch.fields()) for key, branch in back] != expected:
+                    raise SystemExit(f"{label}: the {name} batch did not read back what was sent")
+                n = len(completions)
+                rows.append({"network": label, "format": name, "completions": n, "batches": len(sent),
+                             "pack_us": round(pack_seconds / n * 1e6, 2),
+                             "unpack_us": round(unpack_seconds / n * 1e6, 2),
+                             "bytes_per_completion": round(len(data) / n)})
+        finally:
+            gc.enable()
+        for row in rows:
+            print(row, flush=True)
+        stamp(rows, args)
+        append(RESULTS / "distributed-batch-formats.csv", rows)
+
+
 def stamp(rows: list[dict], args: argparse.Namespace) -> None:
     command = "python scripts/benchmark_distributed.py " + " ".join(sys.argv[1:])
     day = datetime.date.today().isoformat()
@@ -362,7 +474,7 @@ def stamp(rows: list[dict], args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=("proof", "scaling", "latency", "overhead"))
+    parser.add_argument("part", choices=("proof", "scaling", "latency", "overhead", "formats"))
     parser.add_argument("--networks", default="insurance,water,seagrass-2slices")
     parser.add_argument("--link-tables", default=None,
                         help="proof: sharded (the default), scaling: sharded,coordinator (the default)")
@@ -376,15 +488,16 @@ def main() -> None:
                         help="proof: the Ray worker counts run after the serial search (1,2)")
     parser.add_argument("--capacity", action="store_true",
                         help="proof: also run two serial searches at once (the machine's two-core ceiling)")
-    parser.add_argument("--iterations", type=int, default=200_000, help="overhead: expansions per run")
+    parser.add_argument("--iterations", type=int, default=200_000, help="overhead, formats: expansions per run")
     parser.add_argument("--repeat", type=int, default=1,
-                        help="proof, overhead: run the serial search and the Ray runs this many times, alternating")
+                        help="proof, overhead: run the serial search and the Ray runs this many times, alternating;"
+                             " formats: passes over the batches (at least 5)")
     args = parser.parse_args()
     if args.link_tables is None:
         args.link_tables = "sharded,coordinator" if args.part == "scaling" else "sharded"
     os.nice(15 - os.nice(0))  # the serial run at the niceness Ray gives its workers (15): same footing
-    if args.part in ("latency", "overhead"):  # no Ray
-        (latency if args.part == "latency" else overhead)(args)
+    if args.part in ("latency", "overhead", "formats"):  # no Ray
+        {"latency": latency, "overhead": overhead, "formats": formats}[args.part](args)
         return
     import ray
 

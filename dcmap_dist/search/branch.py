@@ -16,18 +16,20 @@ tuples, floats) so it can be serialised and moved between processes:
   Messages are held as :mod:`dcmap_dist.search.messages` says: the built-in model's as
   codes, so a branch or a dominance key means the same in every process.
 * ``link``: the id of the branch's last link record (:data:`NO_LINK`: none yet, the
-  history starts at the root; :func:`link_of` and :func:`record_of` convert); ``joins``: the join masks of its history since that record (``()`` right
-  after linking). ``trail`` reads both as one tuple, ``(record id or None, join
-  masks...)``, the form :mod:`dcmap_dist.search.histories` stores. A branch carries no other
-  history, so it pickles small.
+  history starts at the root; :func:`link_of` and :func:`record_of` convert); ``joins``:
+  the join masks of its history since that record (``()`` right after linking).
+  ``trail`` reads both as one tuple, ``(record id or None, join masks...)``, the form
+  :mod:`dcmap_dist.search.histories` stores. A branch carries no other history, so it
+  pickles small.
 * ``cost``: the cost of the cluster-layers placed; ``estimate``: ``g_hat``; ``bound``:
   ``cost`` plus an admissible lower bound on the rest.
 
 Compiled, a branch is a fixed record (``search/branch.pxd``): its layer a C int, its link
 a C 64-bit integer, its three costs C doubles, the rest pointers. Pure Python, a slotted
-class of the same fields. A :class:`QueueEntry` is a queued branch's entry in the explorer's heaps. Neither
-can hold a reference cycle, so compiled, neither is tracked by the cycle collector
-(``cython.no_gc``; Cython reads class directives here, not in the ``.pxd``).
+class of the same fields. A :class:`QueueEntry` is a queued branch's entry in the
+explorer's heaps. Neither can hold a reference cycle, so compiled, neither is tracked by
+the cycle collector (``cython.no_gc``; Cython reads class directives here, not in the
+``.pxd``).
 """
 
 from __future__ import annotations

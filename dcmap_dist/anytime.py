@@ -16,13 +16,18 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from .model.mappings import given_nodes, mapping_names
 from .model.network import Network
+from .progress import Progress
 from .search.audit import Audit
 from .search.heuristics import all_singletons
-from .search.problem import Problem, within
+from .search.problem import Problem
+from .search.tolerance import within
+
+__all__ = ["Anytime"]
 
 BOUND_SPACING = 1.05  # a bound sample is kept when its time is this many times the last one's
 
@@ -60,8 +65,8 @@ class Anytime:
             for k, nodes in enumerate(self.nodes):
                 self.clusters[k] = [c for c in trace[-1]["clusters"] if c[0] in nodes]
 
-    def listeners(self, k: int, offset: int, on_improvement: Callable | None, on_progress: Callable | None
-                  ) -> tuple[Callable, Callable | None]:
+    def listeners(self, k: int, offset: int, on_improvement: Callable | None,
+                  on_progress: Callable[[Progress], None] | None) -> tuple[Callable, Callable[[Progress], None]]:
         """The ``on_improvement`` and ``on_progress`` callbacks of component ``k``'s
         search (``offset``: the iterations of the components before it), which record
         and pass the totals on to the caller's."""
@@ -85,13 +90,25 @@ class Anytime:
                 on_improvement(total, offset + iteration, seconds,
                                None if mapping is None else given_nodes(self.network, mapping))
 
-        def progressed(stats: dict[str, Any]) -> None:
-            if "lower_bound" in stats:
-                self._sample(offset + stats["iterations"], k, min(stats["lower_bound"], stats["best"]), False)
+        def progressed(progress: Progress) -> None:
+            if progress.lower_bound is not None:
+                self._sample(offset + progress.iterations, k, min(progress.lower_bound, progress.best_cost), False)
             if on_progress:
-                on_progress(stats)
+                on_progress(self._whole(k, offset, progress))
 
         return improved, progressed
+
+    def _whole(self, k: int, offset: int, progress: Progress) -> Progress:
+        """Component ``k``'s progress (``offset``: the iterations before it) as the whole
+        solve's: its iterations and seconds, the best total known, the total bound."""
+        part = progress.best_cost if math.isnan(self.costs[k]) else min(self.costs[k], progress.best_cost)
+        best = sum(self.costs[:k]) + part + sum(self.costs[k + 1:])
+        iterations = offset + progress.iterations
+        elapsed = time.perf_counter() - self.start
+        return replace(progress, iterations=iterations, best_cost=math.inf if math.isnan(best) else best,
+                       lower_bound=None if progress.lower_bound is None else sum(self.bounds_of),
+                       elapsed_seconds=elapsed, rate=iterations / elapsed if elapsed > 0 else 0.0, component=k,
+                       components=len(self.problems))
 
     def finish(self, k: int, offset: int, best: float, lower_bound: float) -> None:
         """Component ``k`` ended at iteration ``offset`` of the solve: its best cost and bound."""

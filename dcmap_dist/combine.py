@@ -21,7 +21,9 @@ from .result import Solution, SolveResult, environment
 from .search.audit import Audit
 from .search.histories import trail_count, trail_joins
 from .search.outcome import SearchOutcome
-from .search.problem import Problem, joins_to_clusters, within
+from .search.problem import Problem, joins_to_clusters
+from .search.tolerance import within
+from .settings import SearchSettings
 
 __all__ = ["combine", "optimal_mappings"]
 
@@ -66,7 +68,7 @@ def optimal_mappings(problem: Problem, method: str, outcome: SearchOutcome, limi
     return [(c, cost, found) for c, (cost, found) in best.items()], total if not complete else len(best)
 
 
-def combine(network: Network, model: CostModel, settings: dict[str, Any], problems: list[Problem],
+def combine(network: Network, model: CostModel, settings: SearchSettings, problems: list[Problem],
             outcomes: list[SearchOutcome], anytime: Anytime, start: float, max_solutions: int | None,
             memory_limit_mb: float | None) -> SolveResult:
     """The result of a solve from the outcomes of its components. A solution's iteration
@@ -81,9 +83,9 @@ def combine(network: Network, model: CostModel, settings: dict[str, Any], proble
     counts = []
     offset = 0
     for problem, outcome, audit in zip(problems, outcomes, anytime.audits):
-        found, count = optimal_mappings(problem, settings["method"], outcome, max_solutions, has_room, audit)
+        found, count = optimal_mappings(problem, settings.method, outcome, max_solutions, has_room, audit)
         counts.append(count)
-        singletons = sorted([x] for x in problem.network.nodes) if settings["method"] == "dcmap" else None
+        singletons = sorted([x] for x in problem.network.nodes) if settings.method == "dcmap" else None
         part = [(mapping_names(problem.topo, c), cost, offset + it) for c, cost, it in found]
         parts.append([(names, cost, 0 if names == singletons else it) for names, cost, it in part])
         per_component.append({
@@ -140,7 +142,7 @@ def combine(network: Network, model: CostModel, settings: dict[str, Any], proble
         source=network.origin.get("source"),
         slices=network.origin.get("slices"),
         observed=sorted(network.observed),
-        **settings,
+        **settings.of_result(),
     )
 
 

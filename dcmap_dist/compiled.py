@@ -15,9 +15,11 @@ import json
 import warnings
 from pathlib import Path
 
+__all__ = ["check_fresh", "compiled_modules", "describe", "source_digest"]
+
 # setup.py compiles these (paths in the package, without .py)
 COMPILED = ("search/branch", "search/branch_queue", "search/problem", "search/bounds", "search/combinations",
-            "search/explorer", "search/linking", "search/histories", "search/keys", "model/topology")
+            "search/explorer", "search/linking", "search/histories", "search/keys", "search/tolerance", "model/topology")
 BUILT_SOURCES = "built-sources.json"  # sha256 of each source when it was compiled
 PACKAGE = Path(__file__).resolve().parent
 

@@ -10,6 +10,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .progress import Progress
+
+__all__ = ["INTERRUPT", "Limits", "SearchInterrupted", "StepEnd", "StopReason", "Stopwatch", "memory_mb"]
+
 
 class StopReason(enum.StrEnum):
     """Why a search stopped (a result's ``stop_reason``; equal to its value as a string)."""
@@ -102,11 +106,14 @@ class Stopwatch:
             return StopReason.MAX_ITERATIONS
         return self.resources_exceeded() if self.tick() else None
 
-    def progress(self, iterations: int, best: float, open_branches: int) -> dict[str, float]:
-        """The figures of a progress report."""
+    def progress(self, iterations: int, best_cost: float, open_branches: int, lower_bound: float | None = None,
+                 link_records: int | None = None) -> Progress:
+        """A progress report of a search on this stopwatch (its seconds, rate and peak memory)."""
         elapsed = self.elapsed()
-        return {"iterations": iterations, "best": best, "open": open_branches, "elapsed": elapsed,
-                "rate": iterations / elapsed if elapsed > 0 else math.inf, "memory_mb": self.peak_memory_mb}
+        return Progress(iterations=iterations, best_cost=best_cost, lower_bound=lower_bound,
+                        open_branches=open_branches, elapsed_seconds=elapsed,
+                        rate=iterations / elapsed if elapsed > 0 else 0.0, peak_memory_mb=self.peak_memory_mb,
+                        link_records=link_records)
 
     def iterations_exceeded(self, iterations: int) -> bool:
         """True once ``iterations`` reaches the iteration limit (checked every turn)."""

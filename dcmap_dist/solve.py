@@ -17,36 +17,37 @@ from .cost.base import CostModel
 from .cost.user import load_cost
 from .io.load import load_network
 from .limits import Limits, StopReason
-from .model.mappings import check_scheme
 from .model.network import Network
+from .progress import Progress
 from .result import SolveResult
+from .run.loop import Saver
 from .run.serial import dcmap_search
-from .search.heuristics import all_singletons, bfs_search, brute_force
-from .search.outcome import Saver, SearchOutcome
-from .search.problem import Problem, within
+from .search.baselines import bfs_search, brute_force_search
+from .search.heuristics import all_singletons
+from .search.outcome import OnImprovement, SearchOutcome
+from .search.problem import Problem
 from .search.state import Resumption
+from .settings import METHODS, SearchSettings
 
 __all__ = ["METHODS", "solve"]
-
-METHODS = ("dcmap", "bfs", "brute")
 
 
 def solve(
     network: Network | Any,
-    cost: str | CostModel | Callable = "dcmap",
-    scheme: str = "merge",
-    method: str = "dcmap",
-    alpha: float = 0.6,
-    seed: int = 0,
+    cost: str | CostModel | Callable | None = None,
+    scheme: str | None = None,
+    method: str | None = None,
+    alpha: float | None = None,
+    seed: int | None = None,
     time_limit: float | None = None,
     max_iterations: int | None = None,
     memory_limit_mb: float | None = None,
-    order: str = "cpt",
-    addition: float = 0.6,
+    order: str | None = None,
+    addition: float | None = None,
     on_improvement: Callable[[float, int, float, list[list[Hashable]] | None], None] | None = None,
-    on_progress: Callable[[dict[str, Any]], None] | None = None,
-    key: str = "lean",
-    use_bound: bool = True,
+    on_progress: Callable[[Progress], None] | None = None,
+    link_key: str | None = None,
+    use_bound: bool | None = None,
     max_solutions: int | None = 10_000,
     workers: int = 1,
     address: str | None = None,
@@ -61,7 +62,10 @@ def solve(
     """Find every optimal cluster mapping of a network, and prove it optimal.
 
     The network is split into weakly connected components; each is searched with
-    ``method`` and the results combined (SPEC section 7).
+    ``method`` and the results combined (SPEC section 7). The settings that define the
+    search (``cost``, ``order``, ``addition``, ``scheme``, ``method``, ``link_key``,
+    ``use_bound``, ``alpha``, ``seed``) default to the values below, or, when resuming, to
+    the checkpoint's: one given again must agree with it (:class:`~dcmap_dist.settings.SearchSettings`).
 
     Parameters
     ----------
@@ -69,32 +73,34 @@ def solve(
         A path, a bundled example's name (``"paper-example"``, ``"asia"``, ...), a
         networkx DiGraph, a pgmpy model, ... None when resuming (the checkpoint holds it).
     cost : str, CostModel or callable
-        ``"dcmap"`` (the built-in model, with ``order`` and ``addition``),
+        ``"dcmap"`` (the default: the built-in model, with ``order`` and ``addition``),
         ``"package.module:name"``, a cost model, or a function of a
         :class:`~dcmap_dist.cost.base.CostContext` (see :func:`~dcmap_dist.cost.user.load_cost`).
     scheme : {"merge", "single"}
-        Which mappings are feasible (SPEC section 2).
+        Which mappings are feasible (SPEC section 2); ``"merge"`` by default.
     method : {"dcmap", "bfs", "brute"}
-        DCMAP, the paper's breadth-first search, or brute force (small networks).
+        DCMAP (the default), the paper's breadth-first search, or brute force (small networks).
     alpha, seed : float, int
-        DCMAP's activation probability and the seed of its random choices.
+        DCMAP's activation probability (0.6) and the seed of its random choices (0).
     time_limit, max_iterations, memory_limit_mb : float, int, float or None
         Limits: the search stops cleanly with the best mappings so far and
         ``proven_optimal = False``. The memory limit also stops the listing of
         mappings (after one at least).
     order, addition : str, float
-        The ``dcmap`` model's elimination order and the cost of an addition (:class:`DcmapCost`).
+        The ``dcmap`` model's elimination order (``"cpt"``) and the cost of an addition (0.6)
+        (:class:`DcmapCost`).
     on_improvement : callable, optional
         ``on_improvement(cost, iteration, seconds, clusters)`` hears every improved total
         with its mapping (as in ``solutions``; None for an improvement of a resumed
         search saved without it).
     on_progress : callable, optional
-        ``on_progress(stats)`` about once a second: iterations, best cost, lower bound,
-        open branches, rate, elapsed seconds, memory.
-    key : {"lean", "full"}
-        The dominance key (for comparisons; both are exact).
+        ``on_progress(progress)`` about once a second and at the end of each component's
+        search, with a :class:`~dcmap_dist.progress.Progress`: iterations, best cost, lower
+        bound and gap, open branches, rate, elapsed seconds, memory (the whole solve's).
+    link_key : {"lean", "full"}
+        The dominance key (``"lean"``; ``"full"`` for comparisons: both are exact).
     use_bound : bool
-        False switches off pruning by the model's lower bound (for comparisons).
+        False switches off pruning by the model's lower bound (for comparisons); True by default.
     max_solutions : int or None
         List at most this many optimal mappings (None: all). ``solution_count`` always
         counts them all, and ``solutions_complete`` says whether the list is whole.
@@ -115,11 +121,12 @@ def solve(
         it, and at the end (docs/checkpoints.md). It is locked while the solve uses it;
         one holding another search's checkpoint is refused unless ``fresh_checkpoint``.
     resume : path or Resume, optional
-        Continue a checkpointed search, on any number of workers and with new limits
-        (counted from the resumption); it keeps checkpointing to the same folder unless
-        ``checkpoint`` says otherwise. A checkpoint of another network, cost model or
-        settings is refused with an error naming what differs, and so is a damaged or
-        altered one.
+        Continue a checkpointed search with its settings (``network`` may be None: the
+        checkpoint holds it), on any number of workers and with new limits (counted from
+        the resumption); it keeps checkpointing to the same folder unless ``checkpoint``
+        says otherwise. A network, cost model or setting given that differs from the
+        checkpoint's is refused with an error naming it, and so is a damaged or altered
+        checkpoint.
     trust_checkpoint : bool
         Read back a user cost model's messages that only pickle could store (a pickle
         can run code).
@@ -149,34 +156,42 @@ def solve(
     >>> solve("paper-example", cost=lambda context: float(len(context.nodes)) ** 2).optimal_cost
     7.0
     """
-    _check_arguments(time_limit, max_iterations, memory_limit_mb, alpha, seed, max_solutions, workers,
-                     checkpoint_every, snapshot_every)
-    check_scheme(scheme)
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
+    limits = _limits(time_limit, max_iterations, memory_limit_mb, max_solutions, checkpoint_every)
+    given = {name: value for name, value in (
+        ("cost", cost), ("order", order), ("addition", addition), ("scheme", scheme), ("method", method),
+        ("link_key", link_key), ("use_bound", use_bound), ("alpha", alpha), ("seed", seed)) if value is not None}
+    run = {"workers": workers, "link_table": link_table, "snapshot_every": snapshot_every}
+    settings = SearchSettings(**given, **run)  # every value checked before anything is opened
     resumed_from = None if resume is None else getattr(resume, "directory", resume)  # a Resume, or its folder
     if checkpoint is None:
         checkpoint = resumed_from
     folder = None
     if checkpoint is not None:
-        if method != "dcmap":
-            raise ValueError(f"checkpoints are written by the dcmap method only, not {method}")
+        if settings.method != "dcmap":
+            raise ValueError(f"checkpoints are written by the dcmap method only, not {settings.method}")
         from .checkpoint.session import CheckpointFolder  # imports pyarrow
 
         continuing = resumed_from is not None and os.path.realpath(resumed_from) == os.path.realpath(checkpoint)
         folder = CheckpointFolder(Path(checkpoint), continuing=continuing, fresh=fresh_checkpoint)
     try:
-        return _solve_in(network, cost, scheme, method, alpha, seed, time_limit, max_iterations, memory_limit_mb,
-                         order, addition, on_improvement, on_progress, key, use_bound, max_solutions, workers,
-                         address, link_table, snapshot_every, folder, checkpoint_every, resume, trust_checkpoint)
+        resumed = None
+        if resume is not None:
+            from .checkpoint.session import Resume  # imports pyarrow
+
+            resumed = resume if isinstance(resume, Resume) else Resume(Path(resume), trust_checkpoint)
+            settings = resumed.settings(given, run)
+            network = resumed.network if network is None else network
+        return _solve_in(load_network(network), settings, limits, on_improvement, on_progress, max_solutions,
+                         address, folder, checkpoint_every, resumed)
     finally:
         if folder is not None:
             folder.close()
 
 
-def _check_arguments(time_limit, max_iterations, memory_limit_mb, alpha, seed, max_solutions, workers,
-                     checkpoint_every, snapshot_every) -> None:
-    """The ValueError the command line's parser would give for a bad argument of solve()."""
+def _limits(time_limit: Any, max_iterations: Any, memory_limit_mb: Any, max_solutions: Any,
+            checkpoint_every: Any) -> Limits:
+    """The search's limits, after the ValueError the command line's parser would give
+    for a bad argument of solve() (these and the listing's and checkpoints' numbers)."""
     def positive(name: str, value: Any, integer: bool = False) -> None:
         if value is None:
             return
@@ -189,50 +204,35 @@ def _check_arguments(time_limit, max_iterations, memory_limit_mb, alpha, seed, m
     positive("memory_limit_mb", memory_limit_mb)
     positive("max_solutions", max_solutions, integer=True)
     positive("checkpoint_every", checkpoint_every)
-    positive("snapshot_every", snapshot_every)
-    if workers is None:
-        raise ValueError("workers must be a positive integer, got None")
-    positive("workers", workers, integer=True)
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 <= alpha <= 1:
-        raise ValueError(f"alpha must be a probability from 0 to 1, got {alpha!r}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
+    return Limits(time_limit, max_iterations, memory_limit_mb)
 
 
-def _solve_in(network, cost, scheme, method, alpha, seed, time_limit, max_iterations, memory_limit_mb, order,
-              addition, on_improvement, on_progress, key, use_bound, max_solutions, workers, address, link_table,
-              snapshot_every, folder, checkpoint_every, resume, trust_checkpoint) -> SolveResult:
-    """:func:`solve` once its arguments are checked and its checkpoint folder is open."""
-    resumed = None
-    if resume is not None:
-        from .checkpoint.session import Resume  # imports pyarrow
-
-        resumed = resume if isinstance(resume, Resume) else Resume(Path(resume), trust_checkpoint)
-        if network is None:
-            network = resumed.network
-    network = load_network(network)
-    model = load_cost(cost, order=order, addition=addition)
-    identity = {"scheme": scheme, "link_key": key, "use_bound": use_bound, "alpha": alpha, "seed": seed}
+def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_improvement: Callable | None,
+              on_progress: Callable[[Progress], None] | None, max_solutions: int | None, address: str | None,
+              folder: Any, checkpoint_every: float | None, resumed: Any) -> SolveResult:
+    """:func:`solve` once its arguments are checked, its settings known and its
+    checkpoint folder open (``resumed``: the checkpoint read, or None)."""
+    model = load_cost(settings.cost, order=settings.order, addition=settings.addition)
     checkpointer = None
     if folder is not None:
         from .checkpoint.session import CHECKPOINT_EVERY, Checkpointer
 
-        checkpointer = Checkpointer(folder, checkpoint_every or CHECKPOINT_EVERY, network, model, identity)
+        checkpointer = Checkpointer(folder, checkpoint_every or CHECKPOINT_EVERY, network, model, settings)
     start = session = time.perf_counter()  # start moves back by the time before a resumption
-    problems = [Problem(part, model, scheme, graph=network, key=key, lower_bound=use_bound)
-                for part in network.components()]
+    problems = [Problem(part, model, settings.scheme, graph=network, link_key=settings.link_key,
+                        use_bound=settings.use_bound) for part in network.components()]
     outcomes: list[SearchOutcome] = []
     offset = 0
     before = 0  # iterations done before a resumption (limits count from it)
     in_progress = None
     if resumed is not None:
-        resumed.check(network, model, {name: identity[name] for name in ("scheme", "link_key", "use_bound")})
+        resumed.check(network, model, settings)
         resumed.verify(problems)
         outcomes = resumed.finished()
         if len(outcomes) < len(problems):
             in_progress = resumed.in_progress(problems[len(outcomes)])
         start -= resumed.metadata["solve_elapsed"]
-    anytime = Anytime(network, problems, method, start)
+    anytime = Anytime(network, problems, settings.method, start)
     if resumed is not None:
         standing = {k: (done.best_cost, done.lower_bound) for k, done in enumerate(outcomes)}
         offset = sum(done.iterations for done in outcomes)
@@ -247,22 +247,21 @@ def _solve_in(network, cost, scheme, method, alpha, seed, time_limit, max_iterat
     if checkpointer is not None:
         checkpointer.solve_trace, checkpointer.solve_bounds = anytime.trace, anytime.bounds
         checkpointer.start = start
-    runner = _Runner(method, alpha, seed, workers, address, link_table, snapshot_every)
+    runner = _Runner(settings, address)
     try:
         for k, problem in enumerate(problems):
             if k < len(outcomes):  # finished before the checkpoint was written
                 continue
             resumed_at = in_progress.iterations if in_progress else 0
-            limits = _remaining(time_limit, max_iterations, memory_limit_mb, session,
-                                offset + resumed_at - before, resumed_at)
+            left = _remaining(limits, session, offset + resumed_at - before, resumed_at)
             improved, progressed = anytime.listeners(k, offset, on_improvement, on_progress)
-            if isinstance(limits, str):  # the budget is spent: keep the all-singletons mapping
+            if isinstance(left, str):  # the budget is spent: keep the all-singletons mapping
                 fallback = all_singletons(problem)
-                outcomes.append(SearchOutcome(fallback.cost, [((None,), fallback.cost, 0)], False, limits, 0,
+                outcomes.append(SearchOutcome(fallback.cost, [((None,), fallback.cost, 0)], False, left, 0,
                                               lower_bound=anytime.bounds_of[k]))
                 anytime.finish(k, offset, fallback.cost, anytime.bounds_of[k])
                 continue
-            outcome = runner.run(problem, limits, improved, progressed, checkpointer, in_progress)
+            outcome = runner.run(problem, left, improved, progressed, checkpointer, in_progress)
             in_progress = None
             outcomes.append(outcome)
             offset += outcome.iterations
@@ -276,62 +275,58 @@ def _solve_in(network, cost, scheme, method, alpha, seed, time_limit, max_iterat
             checkpointer.save([], None)
     finally:
         runner.close()
-    settings = {"scheme": scheme, "method": method, "alpha": alpha, "seed": seed,
-                "link_key": key, "use_bound": use_bound, "workers": runner.workers,
-                "link_table": link_table if runner.workers > 1 else None}
-    return combine(network, model, settings, problems, outcomes, anytime, start, max_solutions, memory_limit_mb)
+    return combine(network, model, settings, problems, outcomes, anytime, start, max_solutions,
+                   limits.memory_limit_mb)
 
 
-def _remaining(time_limit, max_iterations, memory_limit_mb, start, used, resumed_at: int = 0) -> Limits | str:
+def _remaining(limits: Limits, start: float, used: int, resumed_at: int = 0) -> Limits | str:
     """The limits left for the next component, or the name of the one used up. A
     component resumed at ``resumed_at`` iterations counts its iterations from there."""
-    left_time = None if time_limit is None else time_limit - (time.perf_counter() - start)
-    left_iterations = None if max_iterations is None else max_iterations - used
+    left_time = None if limits.time_limit is None else limits.time_limit - (time.perf_counter() - start)
+    left_iterations = None if limits.max_iterations is None else limits.max_iterations - used
     if left_time is not None and left_time <= 0:
         return StopReason.TIME_LIMIT
     if left_iterations is not None and left_iterations <= 0:
         return StopReason.MAX_ITERATIONS
-    return Limits(left_time, None if left_iterations is None else left_iterations + resumed_at, memory_limit_mb)
+    return Limits(left_time, None if left_iterations is None else left_iterations + resumed_at,
+                  limits.memory_limit_mb)
 
 
 class _Runner:
     """Runs the chosen method on one component at a time: serially, or for DCMAP on
-    ``workers`` Ray workers (Ray is imported only then)."""
+    Ray workers (Ray is imported only then)."""
 
-    def __init__(self, method: str, alpha: float, seed: int, workers: int, address: str | None,
-                 link_table: str, snapshot_every: float | None) -> None:
-        self.method, self.alpha, self.seed = method, alpha, seed
-        self.workers = workers if method == "dcmap" else 1
-        self.settings = {"alpha": alpha, "seed": seed, "link_table": link_table, "snapshot_every": snapshot_every}
+    def __init__(self, settings: SearchSettings, address: str | None) -> None:
+        self.settings = settings
         self.started_ray = False
-        if self.workers > 1:
-            from .run.ray import driver as distributed  # imports Ray
+        if settings.distributed:
+            from .run.ray import cluster  # imports Ray
+            from .run.ray.protocol import RayOptions
 
-            if link_table not in distributed.LINK_TABLES:
-                raise ValueError(f"unknown link table {link_table!r}: choose one of "
-                                 f"{', '.join(distributed.LINK_TABLES)}")
-            self.distributed = distributed
-            self.started_ray = distributed.connect(address, self.workers)
+            self.cluster = cluster
+            self.options = RayOptions(workers=settings.workers, link_table=settings.link_table,
+                                      snapshot_every=settings.snapshot_every, address=address)
+            self.started_ray = cluster.connect(address, settings.workers)
         elif address is not None:
             raise ValueError(f"address {address!r} is used only by a search on Ray workers: give workers "
                              "(--workers) 2 or more with the dcmap method, or no address")
 
-    def run(self, problem: Problem, limits: Limits, improved: Callable, on_progress: Callable | None,
-            saver: Saver | None = None, resume: Resumption | None = None) -> SearchOutcome:
-        if self.method == "dcmap" and self.workers > 1:
-            return self.distributed.distributed_search(problem, self.workers, self.settings, limits,
-                                                       improved, on_progress, saver, resume)
-        if self.method == "dcmap":
-            return dcmap_search(problem, self.alpha, self.seed, limits, improved, on_progress, saver, resume)
-        if self.method == "bfs":
+    def run(self, problem: Problem, limits: Limits, improved: OnImprovement,
+            on_progress: Callable[[Progress], None] | None, saver: Saver | None = None,
+            resume: Resumption | None = None) -> SearchOutcome:
+        settings = self.settings
+        if settings.distributed:
+            from .run.ray.driver import distributed_search
+
+            return distributed_search(problem, settings.alpha, settings.seed, self.options, limits, improved,
+                                      on_progress, saver, resume)
+        if settings.method == "dcmap":
+            return dcmap_search(problem, settings.alpha, settings.seed, limits, improved, on_progress, saver, resume)
+        if settings.method == "bfs":
             return bfs_search(problem, limits, improved, on_progress)
-        found = brute_force(problem, limits)
-        best = min(c for _, c, _ in found)
-        improved(best, len(found), 0.0, next(c for c, cost, _ in found if within(cost, best)))
-        keep = [(clusters, c, i) for clusters, c, i in found if within(c, best)]
-        return SearchOutcome(best, keep, True, StopReason.FINISHED, len(found), lower_bound=best)
+        return brute_force_search(problem, limits, improved, on_progress)
 
     def close(self) -> None:
         """Stop the Ray this runner started, if any."""
         if self.started_ray:
-            self.distributed.disconnect()
+            self.cluster.disconnect()

@@ -262,12 +262,12 @@ def delayed(label: str, delay: int) -> dict:
     from dcmap_dist.limits import Limits, Stopwatch
     from dcmap_dist.search.explorer import Explorer
     from dcmap_dist.search.heuristics import incumbent
-    from dcmap_dist.search.linking import LinkShard
-    from dcmap_dist.search.problem import Problem, within
+    from dcmap_dist.search.problem import Problem
+    from dcmap_dist.search.tolerance import within
 
     class Delayed(Explorer):
         def __init__(self, problem: Problem) -> None:
-            super().__init__(problem, 0.6, 0, LinkShard(0))
+            super().__init__(problem, 0.6, 0, owner=0)
             self.held: collections.deque = collections.deque()  # (iteration it is released at, branch)
 
         def release(self, until: float) -> None:
@@ -291,10 +291,7 @@ def delayed(label: str, delay: int) -> dict:
     problem = Problem(net, DcmapCost(order), "merge")
     cpu = time.process_time()
     explorer = Delayed(problem)
-    start = incumbent(problem, Stopwatch(Limits()))
-    explorer.improve(start.cost, start.trail)
-    root = problem.root()
-    explorer.active = explorer.offer(problem.link_key(root), root)
+    explorer.start(incumbent(problem, Stopwatch(Limits())), Stopwatch(Limits()))
     while True:
         explorer.step(Stopwatch(Limits()))
         if not explorer.held:
@@ -314,14 +311,13 @@ def in_process(label: str, shards: int, iterations: int, sent: list | None = Non
     added to ``sent`` if given."""
     from dcmap_dist.cost.dcmap import DcmapCost
     from dcmap_dist.limits import Limits, Stopwatch
-    from dcmap_dist.run.ray.worker import packed, unpacked
+    from dcmap_dist.run.ray.batches import packed, unpacked
     from dcmap_dist.search.explorer import Explorer
-    from dcmap_dist.search.linking import LinkShard
     from dcmap_dist.search.problem import Problem
 
     net, order = network(label)
     problems = [Problem(net, DcmapCost(order), "merge") for _ in range(shards)]
-    explorers = [Explorer(problems[i], 0.6, i, LinkShard(i + 1), i, shards) for i in range(shards)]
+    explorers = [Explorer(problems[i], 0.6, i, i + 1, i, shards) for i in range(shards)]
     root = problems[0].root()
     explorers[0].receive([(problems[0].link_key(root), root)])
     inbox: list[list[bytes]] = [[] for _ in range(shards)]
@@ -352,7 +348,7 @@ def in_process(label: str, shards: int, iterations: int, sent: list | None = Non
             idle = idle and stop == "idle"
             g_min = min(e.g_min for e in explorers)
             for other in explorers:
-                other.g_min = g_min
+                other.hear(g_min)
         if idle and not any(inbox):
             break
     cpu = time.process_time() - cpu
@@ -435,7 +431,7 @@ def fastest(passes: int, function, *args) -> tuple[float, object]:
 def formats(args: argparse.Namespace) -> None:
     import gc
 
-    from dcmap_dist.run.ray.worker import packed, unpacked
+    from dcmap_dist.run.ray.batches import packed, unpacked
 
     for label in args.networks.split(","):
         sent: list = []

@@ -197,7 +197,7 @@ def check_same(got: dict[str, dict], strict: bool = True) -> None:
     engines that add the same costs in another order differ in the last bits), the
     solution count and (when both listed them all) the partitions. Unless ``strict``
     (a baseline known to be wrong), a difference is printed instead."""
-    from dcmap_dist.search.problem import TOLERANCE
+    from dcmap_dist.search.tolerance import TOLERANCE
 
     proven = [row for row in got.values() if row["proven"]]
     if len(proven) == 2:

@@ -97,7 +97,8 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
         pass
     cpu = time.process_time() - cpu
     gc.unfreeze()
-    explorer, shard = search.explorer, search.explorer.shard
+    explorer = getattr(search, "engine", None) or search.explorer  # a tree before issue 47: explorer
+    shard = explorer.shard
     queue = explorer.queue
     seen: set[int] = set()
     messages = getattr(problem, "_messages", None)  # a tree before the codes (0ce4211 and older)

@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dcmap_dist.checkpoint.arrow import generations  # noqa: E402
-from dcmap_dist.cli import Progress  # noqa: E402
+from dcmap_dist.cli.display import ProgressDisplay  # noqa: E402
 from dcmap_dist.io.load import load_network  # noqa: E402
 from dcmap_dist.io.outputs import append_csv_row, json_cost, write_atomic  # noqa: E402
 from dcmap_dist.limits import INTERRUPT, memory_mb  # noqa: E402
@@ -183,7 +183,7 @@ def run(entry: Template, slices: int, budget: float, args: argparse.Namespace) -
     folder = args.checkpoint / name if args.checkpoint else None
     resume = folder if folder is not None and folder.is_dir() and generations(folder) else None
     command = [Path(sys.executable).name, *sys.argv]
-    progress = Progress(enabled=True)
+    progress = ProgressDisplay(enabled=True)
     before = memory_mb()
     cpu = time.process_time()
     try:

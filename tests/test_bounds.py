@@ -133,7 +133,7 @@ def test_the_bound_charges_every_absorbing_layer_and_the_absorptions_to_come():
                 + absorbed["b"])  # layer 1's largest; layer 2 has roots only
     assert problem.lower_bound(root) == pytest.approx(expected, rel=1e-12)
     # switched off, the bound is 0
-    assert Problem(network, model, lower_bound=False).lower_bound(root) == 0.0
+    assert Problem(network, model, use_bound=False).lower_bound(root) == 0.0
 
 
 class PerMessage:

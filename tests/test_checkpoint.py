@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from dcmap_dist.checkpoint import read
-from dcmap_dist.checkpoint.arrow import FAULT_VARIABLE, POINTER, SCHEMAS, CheckpointError, generations
+from dcmap_dist.checkpoint.arrow import FAULT_VARIABLE, POINTER, SCHEMAS, CheckpointError, CheckpointWarning, generations
 from dcmap_dist.io.load import load_network
 from dcmap_dist.search.histories import histories_of
 from dcmap_dist.solve import solve
@@ -324,12 +324,13 @@ def test_a_generation_reads_the_same_in_batches_of_any_size(checkpointed, monkey
     assert state_of(read.read_generation(newest)) == whole
 
 
-def test_a_truncated_generation_is_reported_and_the_previous_one_used(checkpointed, capsys):
+def test_a_truncated_generation_is_reported_and_the_previous_one_used(checkpointed):
     newest, previous = generations(checkpointed)
     links = newest / "links.arrow"
     links.write_bytes(links.read_bytes()[: links.stat().st_size // 2])
-    result = solve(None, resume=checkpointed, max_iterations=10)
-    err = capsys.readouterr().err
+    with pytest.warns(CheckpointWarning) as warned:
+        result = solve(None, resume=checkpointed, max_iterations=10)
+    err = " ".join(str(w.message) for w in warned)
     assert newest.name in err and "links.arrow" in err and "damaged" in err
     assert not result.proven_optimal
 
@@ -350,7 +351,7 @@ def test_missing_checkpoint_folder(tmp_path):
 
 @pytest.mark.parametrize("change,what", [
     ({"network": "asia"}, "network_hash"), ({"order": "paper"}, "cost_model"), ({"addition": 0.5}, "cost_model"),
-    ({"scheme": "single"}, "scheme"), ({"key": "full"}, "link_key"), ({"use_bound": False}, "use_bound"),
+    ({"scheme": "single"}, "scheme"), ({"link_key": "full"}, "link_key"), ({"use_bound": False}, "use_bound"),
 ])
 def test_a_checkpoint_of_another_search_is_refused(checkpointed, change, what):
     network = load_network(change.pop("network", "child"))
@@ -654,6 +655,7 @@ def test_the_reserve_covers_a_write_of_the_same_state(tmp_path, monkeypatch):
     from dcmap_dist.cost.user import load_cost
     from dcmap_dist.search.problem import Problem
     from dcmap_dist.search.state import counters, write_size
+    from dcmap_dist.settings import SearchSettings
 
     network = load_network("child")
     solve(network, max_iterations=3000, checkpoint=tmp_path / "a")
@@ -671,8 +673,7 @@ def test_the_reserve_covers_a_write_of_the_same_state(tmp_path, monkeypatch):
         time.sleep(1.0)
 
     monkeypatch.setattr(checkpointing, "write_checkpoint", slow_write)
-    settings = {"scheme": "merge", "link_key": "lean", "use_bound": True, "alpha": 0.6, "seed": 0}
-    checkpointer = Checkpointer(CheckpointFolder(tmp_path / "b"), 600, network, model, settings)
+    checkpointer = Checkpointer(CheckpointFolder(tmp_path / "b"), 600, network, model, SearchSettings())
     checkpointer.save([state], counters(resumption.iterations, resumption.elapsed, resumption.g_min,
                                         resumption.trace, resumption.first, resumption.next_owner))
     assert checkpointer.reserve(size) > checkpointer.seconds >= 1.0

@@ -16,6 +16,7 @@ import pytest
 from shared_networks import NETWORKS
 
 from dcmap_dist.cli import main
+from dcmap_dist.progress import Progress
 from dcmap_dist.io.load import load_network
 from dcmap_dist.solve import solve
 
@@ -482,7 +483,8 @@ def test_the_progress_line_is_cleared_when_the_search_fails(capsys, monkeypatch)
     from dcmap_dist.cost.base import CostError
 
     def failing(*args, on_progress, **kwargs):
-        on_progress({"iterations": 5, "best": 60.0, "open": 3, "rate": 10.0, "elapsed": 0.5, "memory_mb": 50})
+        on_progress(Progress(iterations=5, best_cost=60.0, lower_bound=None, open_branches=3, rate=10.0,
+                             elapsed_seconds=0.5, peak_memory_mb=50))
         raise CostError("cost model m: evaluate failed")
 
     monkeypatch.setattr(search_commands, "solve", failing)
@@ -495,12 +497,13 @@ def test_the_progress_line_is_cleared_when_the_search_fails(capsys, monkeypatch)
 
 
 def test_the_progress_line_fits_the_terminal_and_clears_what_was_there(capsys, monkeypatch):
-    from dcmap_dist.cli import Progress
+    from dcmap_dist.cli.display import ProgressDisplay
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     monkeypatch.setattr(shutil, "get_terminal_size", lambda: os.terminal_size((40, 24)))
-    progress = Progress(enabled=True)
-    progress.update({"iterations": 12, "best": 54.0, "open": 2, "rate": 100.0, "elapsed": 1.0, "memory_mb": 80})
+    progress = ProgressDisplay(enabled=True)
+    progress.update(Progress(iterations=12, best_cost=54.0, lower_bound=None, open_branches=2, rate=100.0,
+                             elapsed_seconds=1.0, peak_memory_mb=80))
     _, err = capsys.readouterr()
     assert err.startswith("\r\033[K") and len(err) == len("\r\033[K") + 39
 

@@ -20,9 +20,9 @@ from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.cost.user import FunctionCost
 from dcmap_dist.io.load import load_network
 from dcmap_dist.limits import Limits, Stopwatch
-from dcmap_dist.run.ray.worker import marshallable, packed, unpacked
+from dcmap_dist.progress import Progress
+from dcmap_dist.run.ray.batches import marshallable, packed, unpacked
 from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.search.linking import LinkShard
 from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 
@@ -135,8 +135,8 @@ def test_a_killed_worker_loses_nothing(tmp_path):
     serial = solve(network, order="paper", max_solutions=None, use_bound=False)
     killed = []
 
-    def kill_one(stats: dict) -> None:
-        if killed or stats["iterations"] < 1000 or not (tmp_path / "run" / "LATEST").exists():
+    def kill_one(stats: Progress) -> None:
+        if killed or stats.iterations < 1000 or not (tmp_path / "run" / "LATEST").exists():
             return
         killed.append(kill_a_worker())
 
@@ -157,29 +157,29 @@ def test_a_worker_killed_between_reports_loses_nothing(monkeypatch, moment):
     back to its snapshot, is proven again, and the result is exact; its bound samples
     never rise above the best cost already known (the rolled-back G_min does). (Both
     failed the run with ActorDiedError before.)"""
-    from dcmap_dist.run.ray import driver as distributed
+    from dcmap_dist.run.ray import driver
 
     network = load_network("seagrass-2tbn", slices=1)
     serial = solve(network, order="paper", max_solutions=None)
     killed = []
-    advance = distributed._advance
+    advance = driver._advance
 
     def advance_then_kill(handle, reserve):
         report = advance(handle, reserve)
-        if not killed and (report["done"] if moment == "proven" else report["trace"]):
+        if not killed and (report.done if moment == "proven" else report.trace):
             killed.append(kill_a_worker())
         return report
 
-    monkeypatch.setattr(distributed, "_advance", advance_then_kill)
+    monkeypatch.setattr(driver, "_advance", advance_then_kill)
     # one snapshot, taken at the start: the whole proof is redone from G_min's first value
     reports = []
     result = solve(network, order="paper", max_solutions=None, workers=2, snapshot_every=1000.0,
                    on_progress=reports.append)
     assert killed
     # the progress's best cost never rises (the rolled-back G_min does), and its bound stays below it
-    best = [report["best"] for report in reports]
+    best = [report.best_cost for report in reports]
     assert best == sorted(best, reverse=True)
-    assert all(report["lower_bound"] <= report["best"] for report in reports)
+    assert all(report.lower_bound <= report.best_cost for report in reports)
     assert result.components[0]["distributed"]["recoveries"] == 1
     assert disagreement(serial, result, f"after a kill ({moment})") is None
     # an improvement of the last report before the kill, found after the snapshot, has
@@ -204,7 +204,7 @@ def test_batches_come_back_equal_by_marshal_or_pickle():
     (marshal would have turned it into bytes)."""
     network = random_network(7, 12, 14)
     problem = Problem(network, DcmapCost(), "merge")
-    explorer = Explorer(problem, 0.6, 0, LinkShard(1), 0, 2)
+    explorer = Explorer(problem, 0.6, 0, 1, 0, 2)
     root = problem.root()
     explorer.receive([(problem.link_key(root), root)])
     explorer.step(Stopwatch(Limits(None, None, None)), max_iterations=300)
@@ -253,7 +253,7 @@ def test_arrivals_hold_their_messages_as_this_process_does(coded):
     handed_out = unpacked(packed([(None, root)], marshal_them=coded))[0][1]
     for branch in (arrived[0][1], handed_out):
         assert all(a[1] == b[1] and (coded or a[1] is not b[1]) for a, b in zip(branch.frontier, root.frontier))
-    explorer = Explorer(problem, 0.6, 0, LinkShard(0), 0, 1)
+    explorer = Explorer(problem, 0.6, 0, 0, 0, 1)
     explorer.receive(arrived)
     explorer.adopt([handed_out])
     kept = explorer.queue.branches()
@@ -296,9 +296,9 @@ def test_progress_reports_the_distributed_figures():
           on_progress=heard.append)
     assert heard
     for stats in heard:
-        assert {"iterations", "best", "lower_bound", "open", "workers", "rate", "elapsed"} <= set(stats)
-        assert stats["lower_bound"] <= stats["best"]
-        assert stats["workers"] == 2
+        assert stats.iterations >= 0 and stats.open_branches >= 0 and stats.rate >= 0 and stats.elapsed_seconds >= 0
+        assert stats.lower_bound <= stats.best_cost
+        assert stats.workers == 2
 
 
 def test_improvements_are_announced_with_their_mappings():

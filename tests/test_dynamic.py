@@ -7,7 +7,8 @@ from shared_networks import shared
 
 from dcmap_dist.io.dynamic import is_template, recover_template, unroll
 from dcmap_dist.io.load import load_network
-from dcmap_dist.model.network import Network, NetworkError, TooLarge, read_json
+from dcmap_dist.io.files import read_json
+from dcmap_dist.model.network import Network, NetworkError, TooLarge
 
 TINY = {
     "name": "tiny",

@@ -30,8 +30,8 @@ from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.model.topology import bits
 from dcmap_dist.search.audit import AuditError
 from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.search.linking import LinkShard
-from dcmap_dist.search.problem import Problem, within
+from dcmap_dist.search.problem import Problem
+from dcmap_dist.search.tolerance import within
 from dcmap_dist.solve import solve
 
 from oracle import infeasibility, optimal_mappings
@@ -122,7 +122,7 @@ def test_the_issue_networks_in_every_serial_mode(name):
     network = load_network(DATA / f"{name}.json")
     truth = oracle_answer(network, PAPER, "merge")
     assert truth[:2] == ISSUE_NETWORKS[name]
-    modes = [{}, {"alpha": 0.0}, {"alpha": 1.0}, {"use_bound": False}, {"seed": 7}, {"key": "full"},
+    modes = [{}, {"alpha": 0.0}, {"alpha": 1.0}, {"use_bound": False}, {"seed": 7}, {"link_key": "full"},
              {"method": "bfs"}]
     for mode in modes:
         got = answer(solve(network, PAPER, max_solutions=None, **mode))
@@ -292,8 +292,7 @@ class Witness(Explorer):
     branch's completions with the recording branch's (within ``g_min``)."""
 
     def __init__(self, problem: Problem, g_min: float) -> None:
-        super().__init__(problem)
-        self.shard = LinkShard(owner=0)
+        super().__init__(problem, owner=0)
         self.ceiling = g_min
         self.recorded = {}
         self.compared = Counter()
@@ -330,7 +329,7 @@ def test_branches_linked_at_one_key_have_the_same_completions(key):
     for seed in range(120):
         network = wide_network(seed, 9, 13) if seed % 2 else random_network(seed, 8, 11)
         model = (PAPER, TIE)[seed % 4 // 2]
-        witness = witnessed(Problem(network, model, "merge", key=key),
+        witness = witnessed(Problem(network, model, "merge", link_key=key),
                             solve(network, model, max_solutions=1).optimal_cost)
         compared.update(witness.compared)
         wrong += [f"seed {seed}: {w}" for w in witness.wrong]

@@ -47,7 +47,7 @@ MODELS = [DcmapCost("cpt"), FunctionCost(small_int_cost)]
 
 
 def optimal_sets(network: Network, model, scheme: str, method: str, key: str = "lean") -> tuple[float, set]:
-    result = solve(network, model, scheme, method, key=key)
+    result = solve(network, model, scheme, method, link_key=key)
     return round(result.optimal_cost, 6), {frozenset(map(frozenset, s.clusters)) for s in result.solutions}
 
 
@@ -149,8 +149,8 @@ def test_route_is_the_same_in_every_process_and_spreads_keys(tmp_path, key):
     keys = []
     for seed in range(20):
         network = random_network(seed, 9, 10)
-        problem = Problem(network, DcmapCost(), "merge", key=key)
-        explorer = Explorer(problem, 0.6, 0, LinkShard(1))
+        problem = Problem(network, DcmapCost(), "merge", link_key=key)
+        explorer = Explorer(problem, 0.6, 0, owner=1)
         root = problem.root()
         explorer.receive([(problem.link_key(root), root)])
         explorer.step(Stopwatch(Limits()), max_iterations=2000)
@@ -178,8 +178,8 @@ def test_a_key_reads_back_from_its_checkpoint_columns_as_itself(key, model):
     cost = DcmapCost() if model == "dcmap" else FunctionCost(lambda ctx: (small_int_cost(ctx), tuple(ctx.nodes)))
     seen = Counter()
     for seed in range(8):
-        problem = Problem(random_network(seed, 9, 10), cost, "merge", key=key)
-        explorer = Explorer(problem, 0.6, 0, LinkShard(1))
+        problem = Problem(random_network(seed, 9, 10), cost, "merge", link_key=key)
+        explorer = Explorer(problem, 0.6, 0, owner=1)
         root = problem.root()
         explorer.receive([(problem.link_key(root), root)])
         explorer.step(Stopwatch(Limits()), max_iterations=1500)
@@ -202,7 +202,7 @@ def test_a_key_reads_back_from_its_checkpoint_columns_as_itself(key, model):
 def test_a_completed_layers_key_holds_the_branchs_own_frontier(key):
     # the key shares the branch's frontier tuple (itself shared through the bound's memo:
     # docs/search.md, "The search's state in memory"), and its shape is one object per value
-    problem = Problem(random_network(3, 7, 9), DcmapCost(), "merge", key=key)
+    problem = Problem(random_network(3, 7, 9), DcmapCost(), "merge", link_key=key)
     records, _ = walk_tree(problem)
     done = [branch for branch, _, _ in records if branch.layer_done and branch.layer > 0]
     keys = [problem.link_key(branch) for branch in done]

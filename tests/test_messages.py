@@ -25,7 +25,6 @@ from dcmap_dist.cost.user import FunctionCost
 from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.run.ray.worker import marshallable, packed
 from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.search.linking import LinkShard
 from dcmap_dist.search.messages import MessageCodes
 from dcmap_dist.search.problem import Problem
 
@@ -33,13 +32,12 @@ SEARCH = """
 from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.search.linking import LinkShard
 from dcmap_dist.search.problem import Problem
 from search_costs import random_network
 
 def searched(seed, key):
-    problem = Problem(random_network(seed, 9, 12), DcmapCost(), "merge", key=key)
-    explorer = Explorer(problem, 0.6, 0, LinkShard(1))
+    problem = Problem(random_network(seed, 9, 12), DcmapCost(), "merge", link_key=key)
+    explorer = Explorer(problem, 0.6, 0, owner=1)
     root = problem.root()
     explorer.receive([(problem.link_key(root), root)])
     explorer.step(Stopwatch(Limits()), max_iterations=1500)
@@ -108,7 +106,7 @@ def test_a_user_models_messages_are_its_own_objects_one_per_value():
         return 1.0 + len(ctx.nodes) ** 1.5, message
 
     problem = Problem(network, FunctionCost(cost), "merge")
-    explorer = Explorer(problem, 0.6, 0, LinkShard(1))
+    explorer = Explorer(problem, 0.6, 0, owner=1)
     root = problem.root()
     explorer.receive([(problem.link_key(root), root)])
     explorer.step(Stopwatch(Limits()), max_iterations=300)
@@ -141,7 +139,7 @@ def test_a_batch_of_the_built_in_model_holds_ints_floats_tuples_and_none_only():
     """docs/distributed.md, byte by byte: ``M``, then marshal of rows ``(key, fields)``
     whose values are ints (masks, codes, ids), floats, tuples and None."""
     problem = Problem(random_network(7, 12, 14), DcmapCost(), "merge")
-    explorer = Explorer(problem, 0.6, 0, LinkShard(0), 0, 2)  # shard 0 of 2: completions for 1 go out
+    explorer = Explorer(problem, 0.6, 0, 0, 0, 2)  # shard 0 of 2: completions for 1 go out
     root = problem.root()
     explorer.receive([(problem.link_key(root), root)])
     explorer.step(Stopwatch(Limits()), max_iterations=400)

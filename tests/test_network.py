@@ -14,8 +14,8 @@ import networkx as nx
 import pytest
 
 from dcmap_dist.io.load import load_network
-from dcmap_dist.model.network import (Network, NetworkError, find_cycle, network_from_dict, network_from_digraph,
-                                      weak_components)
+from dcmap_dist.io.plain import network_from_dict, network_from_digraph
+from dcmap_dist.model.network import Network, NetworkError, find_cycle, weak_components
 
 NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
 

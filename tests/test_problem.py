@@ -15,7 +15,6 @@ from dcmap_dist.cost.user import load_cost
 from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.model.mappings import enumerate_mappings
 from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.search.linking import LinkShard
 from dcmap_dist.search.problem import Problem
 
 
@@ -50,7 +49,7 @@ def hash_cost_model():
 
 def one_step(problem: Problem, iterations: int) -> None:
     """One step of the serial loop from the root, of at most ``iterations`` expansions."""
-    explorer = Explorer(problem, 0.6, 0, LinkShard(1))
+    explorer = Explorer(problem, 0.6, 0, owner=1)
     root = problem.root()
     explorer.receive([(problem.link_key(root), root)])
     explorer.step(Stopwatch(Limits()), max_iterations=iterations)

@@ -16,7 +16,7 @@ from dcmap_dist.io.load import load_network
 from dcmap_dist.limits import memory_mb
 from dcmap_dist.model.mappings import check_mapping
 from dcmap_dist.model.network import Network
-from dcmap_dist.run import serial as search_module
+from dcmap_dist import progress
 from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 
@@ -97,14 +97,14 @@ def test_on_progress_on_a_long_run():
     assert r.stop_reason == "time_limit"
     assert len(calls) >= 2
     for stats in calls:
-        assert {"iterations", "best", "open", "elapsed", "rate"} <= set(stats)
-        assert stats["iterations"] >= 0 and stats["elapsed"] >= 0 and stats["rate"] >= 0
-        assert math.isfinite(stats["best"])
-    iterations = [s["iterations"] for s in calls]
+        assert isinstance(stats, progress.Progress)
+        assert stats.iterations >= 0 and stats.elapsed_seconds >= 0 and stats.rate >= 0
+        assert math.isfinite(stats.best_cost)
+    iterations = [s.iterations for s in calls]
     assert iterations == sorted(iterations)
-    assert calls[-1]["iterations"] == r.iterations
+    assert calls[-1].iterations == r.iterations
     # the bound shown, rescanned or not, never passes the optimum (5332.4, proven elsewhere)
-    assert all(s["lower_bound"] <= 5332.4 * (1 + REL) for s in calls)
+    assert all(s.lower_bound <= 5332.4 * (1 + REL) for s in calls)
 
 
 def test_open_bound_rescans_only_when_due(monkeypatch):
@@ -118,9 +118,9 @@ def test_open_bound_rescans_only_when_due(monkeypatch):
             time.sleep(0.005)
             return float(len(scans))
 
-    bound = search_module.OpenBound(Open())
+    bound = progress.Rescanned(Open().least_bound)
     assert [bound(), bound(), bound()] == [1.0, 1.0, 1.0]  # the next scan is due in about 0.5 s
-    monkeypatch.setattr(search_module, "SCAN_SHARE", 0)
+    monkeypatch.setattr(progress, "SCAN_SHARE", 0)
     bound.due = 0.0
     assert [bound(), bound()] == [2.0, 3.0]
 

@@ -295,7 +295,7 @@ def test_enumeration_matches_brute_force_on_random_dags():
 
 def test_the_brute_force_guard_bounds_the_number_of_mappings_and_refuses_past_its_limit(paper):
     from dcmap_dist.cost.dcmap import DcmapCost
-    from dcmap_dist.search.heuristics import BRUTE_FORCE_LIMIT, _bell, brute_force, mapping_bound
+    from dcmap_dist.search.baselines import BRUTE_FORCE_LIMIT, _bell, brute_force, mapping_bound
     from dcmap_dist.search.problem import Problem
 
     assert [_bell(n) for n in range(1, 12)] == [1, 2, 5, 15, 52, 203, 877, 4140, 21147, 115975, 678570]

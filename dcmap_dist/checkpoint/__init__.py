@@ -1,2 +1,3 @@
-"""Checkpoints: the Arrow tables and their atomic generations (arrow), plain encodings of
-messages (codec), and when to save and how to resume (session)."""
+"""Checkpoints: the Arrow tables and their atomic generations (arrow), writing and reading
+a generation (write, read), plain encodings of messages (codec), and when to save and how
+to resume (session)."""

@@ -31,6 +31,9 @@ import pyarrow as pa
 
 from .codec import KEY_FIELDS
 
+__all__ = ["BATCH_ROWS", "CheckpointError", "CheckpointWarning", "DIGESTS", "Damaged", "FAULT_VARIABLE", "FILES",
+           "FORMAT", "METADATA", "POINTER", "SCHEMAS", "TABLES", "digest", "generations"]
+
 FORMAT = 3  # 3: digests, no pickles, keys as columns; 2: issue 29's keys; 1: the first
 POINTER = "LATEST"
 DIGESTS = "SHA256SUMS"
@@ -63,6 +66,11 @@ class CheckpointError(ValueError):
 
 class Damaged(CheckpointError):
     """A generation that does not read whole: the one before it may still do."""
+
+
+class CheckpointWarning(UserWarning):
+    """A checkpoint resumed with less than it held: a damaged generation passed over for
+    the one before it, or a best mapping that cannot be rebuilt."""
 
 
 def digest(path: Path) -> str:

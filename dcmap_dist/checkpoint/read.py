@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
-import sys
+import warnings
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,15 +16,18 @@ from typing import Any
 import pyarrow as pa
 
 from ..limits import StopReason
-from ..model.network import network_from_dict, no_duplicate_keys
+from ..io.files import no_duplicate_keys
+from ..io.plain import network_from_dict
 from ..search.histories import HistoryTable, history
 from ..search.linking import Entry
 from ..search.messages import MessageCodes
 from ..search.branch import Branch, link_of
 from ..search.state import SearchState
-from .arrow import (BATCH_ROWS, DIGESTS, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, CheckpointError, Damaged,
-                    digest, generations)
+from .arrow import (BATCH_ROWS, DIGESTS, FILES, FORMAT, METADATA, POINTER, SCHEMAS, TABLES, CheckpointError,
+                    CheckpointWarning, Damaged, digest, generations)
 from .codec import Comps, Layers, Masks, batch_keys, bytes_mask, decode_message, list_column
+
+__all__ = ["Generation", "check_metadata", "read_checkpoint", "read_generation"]
 
 
 @dataclass
@@ -207,7 +210,7 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
 
 def read_checkpoint(directory: Path, trust: bool = False) -> Generation:
     """The newest generation that reads whole (the one ``LATEST`` names first); a damaged
-    one is reported on stderr by name and the one before it is used."""
+    one is reported by name (a :class:`CheckpointWarning`) and the one before it is used."""
     if not directory.is_dir():
         raise CheckpointError(f"no checkpoint at {directory}: not a folder")
     folders = generations(directory)
@@ -224,8 +227,8 @@ def read_checkpoint(directory: Path, trust: bool = False) -> Generation:
             return read_generation(folder, trust)
         except Damaged as exc:
             problems.append(str(exc))
-            print(f"dcmap: warning: checkpoint generation {folder.name} is damaged ({exc}); "
-                  "trying the one before", file=sys.stderr)
+            warnings.warn(f"checkpoint generation {folder.name} is damaged ({exc}); trying the one before",
+                          CheckpointWarning, stacklevel=2)
     detail = f": {'; '.join(problems)}" if problems else ""
     raise CheckpointError(f"no usable checkpoint generation in {directory}{detail}")
 

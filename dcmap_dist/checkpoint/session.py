@@ -2,8 +2,8 @@
 what identifies the search they belong to, and how a solve resumes from one.
 
 A solve searches the network's components one after another. A checkpoint holds
-the network itself, the search's identity (cost model and parameters, scheme,
-link key, bound switch, alpha, seed), the outcomes of the components already
+the network itself, the search's identity (its settings that define it, :data:`~dcmap_dist.settings.IDENTITY`:
+cost model and parameters, scheme, link key, bound switch, alpha, seed), the outcomes of the components already
 finished (their histories in the ``histories`` table), and the state of the
 component being searched (see :mod:`dcmap_dist.checkpoint.arrow` for the files).
 
@@ -22,8 +22,8 @@ import itertools
 import math
 import os
 import shutil
-import sys
 import time
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,20 +33,25 @@ from ..cost.dcmap import DcmapCost
 from ..cost.user import model_description
 from ..io.outputs import OutputError, check_not_package, unwritable
 from ..limits import StopReason
-from ..model.network import Network, NetworkError, network_from_dict
+from ..io.plain import network_from_dict
+from ..model.network import Network, NetworkError
 from ..search.audit import Audit, AuditError
 from ..search.histories import Histories, MissingRecord, trail_path
 from ..search.messages import MessageCodes, node_set_messages
 from ..search.outcome import SearchOutcome
-from ..search.problem import Problem, joins_to_clusters, within
+from ..search.problem import Problem, joins_to_clusters
 from ..search.state import Resumption, SearchState, plain_trace, resumption, trace_from_plain, write_size
-from .arrow import POINTER, CheckpointError, generations
+from ..search.tolerance import within
+from ..settings import SearchSettings
+from .arrow import POINTER, CheckpointError, CheckpointWarning, generations
 from .read import read_checkpoint
 from .write import Batches, Messages, history_batches, state_batches, write_checkpoint
 
+__all__ = ["CHECKPOINT_EVERY", "CheckpointFolder", "Checkpointer", "Resume", "check_checkpoint_path", "cost_spec"]
+
 CHECKPOINT_EVERY = 600.0  # default seconds between checkpoints
-# what must agree between a checkpoint and the search resuming it
-IDENTITY = ("network_hash", "cost_model", "scheme", "link_key", "use_bound")
+# the settings a checkpoint records by name (the cost model by its description, cost_model)
+SETTINGS = ("scheme", "link_key", "use_bound", "alpha", "seed")
 LOCK = "LOCK"
 SECONDS_PER_UNIT = 8e-5  # a first guess of a write's time per unit of state.write_size, until measured
 
@@ -153,16 +158,16 @@ class Checkpointer:
     search's next pause, when a search stops unfinished, and at the end."""
 
     def __init__(self, folder: CheckpointFolder, every: float, network: Network, model: CostModel,
-                 settings: dict[str, Any]) -> None:
+                 settings: SearchSettings) -> None:
         self.folder = folder
         self.directory = folder.path
         self.every = every
         self.identity = {
             "network_hash": network.content_hash(), "network": network.to_dict(),
             "cost_model": model_description(model),
-            "cost_spec": cost_spec(model), **settings,
+            "cost_spec": cost_spec(model), **{name: getattr(settings, name) for name in SETTINGS},
         }
-        self.kind = settings["link_key"]
+        self.kind = settings.link_key
         self.messages = MessageCodes(network, node_set_messages(model))  # what the search holds: codes
         self.finished: list[dict[str, Any]] = []
         self.finished_histories: list[dict[int, bytes]] = []
@@ -246,14 +251,37 @@ class Resume:
         if self.network.content_hash() != self.metadata["network_hash"]:
             raise CheckpointError(f"{where}: network_hash is not the hash of the network it holds (altered)")
 
-    def check(self, network: Network, model: CostModel, settings: dict[str, Any]) -> None:
+    def settings(self, given: Mapping[str, Any], run: Mapping[str, Any]) -> SearchSettings:
+        """The settings of the search this checkpoint holds, with the run options ``run``
+        (workers, link table, snapshots: free to change) and those of its identity given
+        again in ``given`` (:data:`~dcmap_dist.settings.IDENTITY`), which must agree
+        with it: one that differs is refused, naming it (a cost model given as an object
+        is compared by its description, in :meth:`check`)."""
+        meta = self.metadata
+        saved = {name: meta[name] for name in SETTINGS}
+        for name, value in given.items():
+            if name in saved and value != saved[name]:
+                self._differs(name, saved[name], value)
+        parameters = meta["cost_model"]  # the built-in model's order and addition are in its description
+        model = {"cost": meta["cost_spec"], **{name: parameters[name] for name in ("order", "addition")
+                                                if name in parameters}}
+        if model["cost"] is None and "cost" not in given:
+            raise CheckpointError(f"checkpoint {self.directory} was made with a cost model given as a Python object: "
+                                  "give the same model again, from Python: solve(None, cost=MODEL, resume=DIR)")
+        return SearchSettings(**{**model, **saved, **given}, **run)
+
+    def check(self, network: Network, model: CostModel, settings: SearchSettings) -> None:
         """Refuse, naming what differs, to resume a checkpoint of another search."""
-        mine = {"network_hash": network.content_hash(), "cost_model": model_description(model), **settings}
-        for name in IDENTITY:
-            if self.metadata.get(name) != mine.get(name):
-                raise CheckpointError(
-                    f"checkpoint {self.directory} is of another search: its {name} is "
-                    f"{self.metadata.get(name)!r}, this search's is {mine.get(name)!r}")
+        meta = self.metadata
+        mine = {"network_hash": network.content_hash(), "cost_model": model_description(model),
+                **{name: getattr(settings, name) for name in SETTINGS}}
+        for name, value in mine.items():
+            if meta.get(name) != value:
+                self._differs(name, meta.get(name), value)
+
+    def _differs(self, name: str, saved: Any, given: Any) -> None:
+        raise CheckpointError(f"checkpoint {self.directory} is of another search: its {name} is {saved!r}, this "
+                              f"search's is {given!r}")
 
     def verify(self, problems: list[Problem]) -> None:
         """Cross-check the checkpoint against the network's components and the cost
@@ -293,8 +321,9 @@ class Resume:
                 raise CheckpointError(f"{where}: counters.g_min {counters['g_min']} is not the cost of any mapping "
                                       f"the checkpoint holds (the best is {best}): altered or damaged")
             # the best improvement's mapping was lost with a worker: prune with what can be checked
-            print(f"dcmap: warning: the mapping of the best cost so far ({counters['g_min']}) cannot be rebuilt from "
-                  f"checkpoint {self.directory}; the search goes on from the best that can ({best})", file=sys.stderr)
+            warnings.warn(f"the mapping of the best cost so far ({counters['g_min']}) cannot be rebuilt from "
+                          f"checkpoint {self.directory}; the search goes on from the best that can ({best})",
+                          CheckpointWarning, stacklevel=2)
             counters["g_min"] = best
 
     def _priced(self, problem: Problem, trail: list, histories: Mapping[int, Histories], cost: float, field: str) -> bool:

@@ -26,6 +26,8 @@ from .arrow import (BATCH_ROWS, DIGESTS, FAULT_VARIABLE, FILES, FORMAT, METADATA
                     generations)
 from .codec import encode_message, mask_bytes
 
+__all__ = ["Batches", "Messages", "history_batches", "link_batch", "state_batches", "write_checkpoint"]
+
 Batches = Iterator[tuple[str, pa.RecordBatch]]  # (table, a batch of its rows)
 
 

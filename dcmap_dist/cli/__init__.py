@@ -3,21 +3,22 @@ and the pictures ``plot`` and ``draw``.
 
 ``main`` parses the arguments (``parser``) and runs the command they name, turning its
 errors into exit codes and one-line messages. The commands live in ``network_commands``
-(info, cost, template), ``search_commands`` (solve, resume; with the ``progress``
-display) and ``picture_commands`` (plot, draw)."""
+(info, cost, template), ``search_commands`` (solve, resume; with the progress
+``display``) and ``picture_commands`` (plot, draw)."""
 
 from __future__ import annotations
 
 import os
 import sys
 import traceback
+import warnings
+from typing import Any
 
 from ..cost.base import CostError
 from ..model.network import NetworkError
 from .parser import build_parser
-from .progress import Progress
 
-__all__ = ["main", "Progress"]
+__all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     if os.getcwd() not in sys.path:  # --cost module:name finds modules where the user is
         sys.path.append(os.getcwd())
     try:
-        return args.run(args)
+        with warnings.catch_warnings():  # the library's warnings, one line each on stderr
+            warnings.showwarning = _show_warning
+            return args.run(args)
     except (NetworkError, CostError, ValueError, TimeoutError) as exc:
         _traceback_if_debugging()
         print(f"dcmap: error: {exc}", file=sys.stderr)
@@ -49,6 +52,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dcmap: internal error: {type(exc).__name__}: {exc} (please report this bug, with the "
               "command and its input; DCMAP_DEBUG=1 shows the traceback)", file=sys.stderr)
         return 1
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """Show a warning as ``dcmap: warning: ...`` on stderr (where the code warned, with DCMAP_DEBUG)."""
+    where = f" ({filename}:{lineno})" if os.environ.get("DCMAP_DEBUG") else ""
+    print(f"dcmap: warning: {message}{where}", file=sys.stderr)
 
 
 def _traceback_if_debugging() -> None:

@@ -18,8 +18,11 @@ from ..io.dynamic import MAX_UNROLLED_NODES, recover_template
 from ..io.load import load_network
 from ..io.outputs import check_output, json_cost, write_atomic
 from ..model.mappings import check_mapping
-from ..model.network import Network, NetworkError, read_json
+from ..io.files import read_json
+from ..model.network import Network, NetworkError
 from ..model.topology import eta, layer_nodes, long_arcs, scientific
+
+__all__ = ["load_from_options", "run_cost", "run_info", "run_template"]
 
 
 def load_from_options(args: argparse.Namespace, max_nodes: int = MAX_UNROLLED_NODES) -> Network:

@@ -14,10 +14,12 @@ from ..compiled import describe
 from ..cost.dcmap import ELIMINATION_ORDERS
 from ..io.load import bundled_examples
 from ..model.mappings import SCHEMES
-from ..solve import METHODS
+from ..settings import LINK_KEYS, LINK_TABLES, METHODS
 from .network_commands import run_cost, run_info, run_template
 from .picture_commands import run_draw, run_plot
 from .search_commands import MAX_SOLVE_NODES, run_resume, run_solve
+
+__all__ = ["build_parser"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "is not covered by --time-limit)")
     solve_.add_argument("--alpha", type=_PROBABILITY, default=0.6, help="probability of best-first activation (0.6)")
     solve_.add_argument("--seed", type=int, default=0, help="random seed for activation (0)")
-    solve_.add_argument("--link-key", choices=("lean", "full"), default="lean",
+    solve_.add_argument("--link-key", choices=LINK_KEYS, default="lean",
                         help="dominance key: lean (default) or SPEC's full key")
     solve_.add_argument("--no-bound", action="store_true", help="do not prune with the cost model's lower bound")
     _run_options(solve_)
@@ -135,7 +137,7 @@ def _run_options(parser: argparse.ArgumentParser, resuming: bool = False) -> Non
     parser.add_argument("--address", metavar="ADDR",
                         help="Ray to attach to with --workers: auto (the running cluster), local (default: "
                              "a private Ray on this machine, stopped afterwards) or HOST:PORT")
-    parser.add_argument("--link-table", choices=("sharded", "coordinator"), default="sharded",
+    parser.add_argument("--link-table", choices=LINK_TABLES, default="sharded",
                         help="where the dominance table lives with --workers: sharded over the workers "
                              "(default) or on the coordinator (the brief's design; it does several times the "
                              "work: docs/distributed.md)")

@@ -12,8 +12,11 @@ from ..cost.base import CostError, evaluate_mapping
 from ..cost.user import load_cost
 from ..io.outputs import check_output
 from ..model.mappings import MappingError, check_mapping
-from ..model.network import Network, NetworkError, read_json
+from ..io.files import read_json
+from ..model.network import Network, NetworkError
 from .network_commands import load_from_options
+
+__all__ = ["run_draw", "run_plot"]
 
 
 def run_plot(args: argparse.Namespace) -> int:

@@ -21,7 +21,9 @@ from ..model.network import Network, TooLarge
 from ..result import SolveResult
 from ..solve import solve
 from .network_commands import load_from_options
-from .progress import Progress
+from .display import ProgressDisplay
+
+__all__ = ["MAX_SOLVE_NODES", "run_resume", "run_solve"]
 
 # dcmap solve refuses larger networks unless --force: setting one up (before the search,
 # outside --time-limit) takes minutes beyond it (docs/inputs.md)
@@ -45,7 +47,7 @@ def run_solve(args: argparse.Namespace) -> int:
                        f"does not cover; {fewer}give --force") from None
     return _search(args, network, dict(
         cost=args.cost, scheme=args.scheme, method=args.method, alpha=args.alpha, seed=args.seed,
-        order=args.order, addition=args.addition, key=args.link_key, use_bound=not args.no_bound,
+        order=args.order, addition=args.addition, link_key=args.link_key, use_bound=not args.no_bound,
         checkpoint=args.checkpoint, fresh_checkpoint=args.fresh_checkpoint))
 
 
@@ -55,23 +57,15 @@ def run_resume(args: argparse.Namespace) -> int:
     if args.output and args.output != "-":
         check_output(Path(args.output), [])
     check_checkpoint_path(Path(args.checkpoint), args.output and Path(args.output))
-    resumed = Resume(Path(args.checkpoint), args.trust_checkpoint)
-    meta = resumed.metadata
-    if meta["cost_spec"] is None:
-        raise ValueError(f"checkpoint {args.checkpoint} was made with a cost model given as a Python object; "
-                         "resume it from Python: solve(network, cost=..., resume=DIR)")
-    params = meta["cost_model"]
-    return _search(args, None, dict(
-        cost=meta["cost_spec"], scheme=meta["scheme"], alpha=meta["alpha"], seed=meta["seed"],
-        order=params.get("order", "cpt"), addition=params.get("addition", 0.6), key=meta["link_key"],
-        use_bound=meta["use_bound"], resume=resumed))
+    # the search's settings are the checkpoint's (solve reads them from it)
+    return _search(args, None, dict(resume=Resume(Path(args.checkpoint), args.trust_checkpoint)))
 
 
 def _search(args: argparse.Namespace, network: Network | None, settings: dict[str, Any]) -> int:
     """Run a solve with the run options of ``args``; SIGINT and SIGTERM stop it cleanly
     (a checkpoint and the result with the best so far are written; exit code 4)."""
     _check_memory_limit(args.memory_limit)
-    progress = Progress(enabled=not args.quiet)
+    progress = ProgressDisplay(enabled=not args.quiet)
     INTERRUPT.clear()
     handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -1,2 +1,3 @@
-"""Reading networks (load, bif, interop with pgmpy and networkx, dynamic templates) and
-writing outputs safely (outputs)."""
+"""Reading networks (``load``, the one entry point; ``files``, text and JSON read safely;
+``plain``, networks from plain data and networkx; ``bif``; ``interop`` with pgmpy and
+pyAgrum; ``dynamic`` templates) and writing outputs safely (``outputs``)."""

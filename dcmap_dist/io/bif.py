@@ -15,7 +15,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..model.network import Network, NetworkError, read_text
+from ..model.network import Network, NetworkError
+from .files import read_text
+
+__all__ = ["parse_bif", "read_bif"]
 
 _NAME = r'[^\s{}()\[\]|,;"]+'
 _NAME_RE = re.compile(_NAME)

@@ -15,7 +15,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..model.network import Network, NetworkError, TooLarge, network_from_dict
+from ..model.network import Network, NetworkError, TooLarge
+from .plain import network_from_dict
+
+__all__ = ["MAX_UNROLLED_NODES", "check_unrollable", "is_template", "recover_template", "unroll"]
 
 # base, then the longest trailing run of "_<digits>" groups (the slice tag)
 _SLICE_NAME = re.compile(r"(.+?)_(\d+(?:_\d+)*)")

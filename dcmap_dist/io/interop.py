@@ -14,6 +14,9 @@ from typing import Any
 
 from ..model.network import Network, NetworkError
 
+__all__ = ["PYAGRUM_SUFFIXES", "from_library", "from_pyagrum", "library_of", "read_with_pyagrum",
+           "template_from_pgmpy_dbn"]
+
 # the formats read through pyAgrum; .bif is read by dcmap_dist.io.bif
 PYAGRUM_SUFFIXES = (".net", ".dsl", ".xdsl", ".bifxml", ".xmlbif", ".uai", ".o3prm")
 

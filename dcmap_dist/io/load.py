@@ -9,10 +9,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..model.network import Network, NetworkError, TooLarge, network_from_dict, network_from_digraph, read_json
+from ..model.network import Network, NetworkError, TooLarge
 from .bif import read_bif
 from .dynamic import MAX_UNROLLED_NODES, check_unrollable, is_template, unroll
+from .files import read_json
 from .interop import PYAGRUM_SUFFIXES, from_library, library_of, read_with_pyagrum
+from .plain import network_from_dict, network_from_digraph
 
 __all__ = ["bundled_examples", "load_network"]
 

@@ -15,6 +15,9 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+__all__ = ["OutputError", "PACKAGE", "append_csv_row", "check_not_package", "check_output", "json_cost", "unwritable",
+           "write_atomic"]
+
 COST_DIGITS = 12  # significant digits of a cost in a result file or JSON output
 
 

@@ -14,6 +14,9 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from .network import Network, NetworkError
 from .topology import Topology, bits
 
+__all__ = ["MappingError", "SCHEMES", "check_mapping", "check_scheme", "cluster_problem", "enumerate_mappings",
+           "feasible_clusters", "given_nodes", "mapping_names"]
+
 SCHEMES = ("merge", "single")
 
 

@@ -16,6 +16,9 @@ from .network import Network
 if TYPE_CHECKING:  # numpy is imported by the one function that needs it, not by the search
     import numpy as np
 
+__all__ = ["Memo", "ONE", "RecentMemo", "Topology", "bits", "eta", "layer_nodes", "layers", "long_arcs",
+           "same_cluster_matrix", "scientific", "union_of"]
+
 
 def layers(network: Network) -> dict[str, int]:
     """Layer of every node (paper Algorithm 1): arcs on the longest path down to a leaf."""

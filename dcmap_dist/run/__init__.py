@@ -1,1 +1,2 @@
-"""Drivers that run the search: serially in this process (serial) or on Ray workers (ray)."""
+"""Drivers that run the search: the driver loop (loop), serially in this process (serial)
+or on Ray workers (ray)."""

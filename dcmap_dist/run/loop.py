@@ -4,10 +4,11 @@ checkpoint: the limits are its stopwatch's, :class:`limits.Stopwatch`), progress
 is reported, a checkpoint is written when due, and the search is halted when
 interrupted; then its outcome, with a final checkpoint if it is not proven.
 
-A backend is the search being driven: :class:`run.serial.SerialSearch` (one
-:class:`~dcmap_dist.search.explorer.Explorer` in this process) or
-:class:`run.ray.driver.RaySearch` (a coordinator actor and its workers). Improvements
-are announced by the backend as it hears of them.
+A backend is the search being driven: :class:`run.serial.SerialSearch` (one engine,
+:mod:`dcmap_dist.search.engine`, in this process) or :class:`run.ray.driver.RaySearch` (a
+coordinator actor and its workers). Improvements are announced by the backend as it
+hears of them. A :class:`Saver` is where the checkpoints go
+(:class:`~dcmap_dist.checkpoint.session.Checkpointer`).
 """
 
 from __future__ import annotations
@@ -17,25 +18,42 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..limits import INTERRUPT, StopReason
-from ..search.outcome import Saver, SearchOutcome
+from ..progress import Progress
+from ..search.outcome import SearchOutcome
 from ..search.state import SearchState
+
+__all__ = ["Backend", "Ending", "Saver", "Turn", "drive"]
 
 
 @dataclass
 class Turn:
     """What a turn of the search brought: whether it has stopped (proven, or a limit
-    reached), and the progress figures if a report is due."""
+    reached), and its progress if a report is due."""
 
     stopped: bool
-    progress: dict[str, Any] | None = None
+    progress: Progress | None = None
 
 
 @dataclass
 class Ending:
-    """A stopped search's outcome, and its last progress figures."""
+    """A stopped search's outcome, and its last progress."""
 
     outcome: SearchOutcome
-    progress: dict[str, Any]
+    progress: Progress
+
+
+class Saver(Protocol):
+    """Where a search sends its checkpoints (see :class:`~dcmap_dist.checkpoint.session.Checkpointer`)."""
+
+    def due(self) -> bool:
+        """True when the checkpoint interval has passed."""
+
+    def reserve(self, size: int) -> float:
+        """Seconds to keep for writing a checkpoint of a state of ``size``
+        (:func:`~dcmap_dist.search.state.write_size`)."""
+
+    def save(self, parts: Iterable[SearchState], counters: dict[str, Any] | None) -> None:
+        """Write a checkpoint of the component being searched (``counters`` None: none is)."""
 
 
 class Backend(Protocol):
@@ -56,7 +74,7 @@ class Backend(Protocol):
 
 
 def drive(search: Backend, saver: Saver | None = None,
-          on_progress: Callable[[dict[str, Any]], None] | None = None) -> SearchOutcome:
+          on_progress: Callable[[Progress], None] | None = None) -> SearchOutcome:
     """Run ``search`` to its end (see the module docstring), checkpointing to ``saver``."""
     while True:
         turn = search.advance(saver)

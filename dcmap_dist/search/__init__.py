@@ -1,4 +1,6 @@
-"""The exact search: the problem and its expansion (problem, combinations, bounds), linking
-and the loop over open branches (linking, histories, branch_queue, explorer), the state as plain data (state),
-what a search returns (outcome), the audit of every reported mapping, and
-heuristics and baselines."""
+"""The exact search: a branch (branch), the problem and its expansion (problem,
+combinations, bounds), link keys and the link table (keys, linking, histories), the loop
+over open branches (branch_queue, explorer: the Python engine), the engine's boundary
+(engine), the state as plain data (state), SPEC's tolerance (tolerance), what a search
+returns (outcome), the audit of every reported mapping (audit), the first mappings
+(heuristics) and the baselines (baselines)."""

@@ -32,6 +32,8 @@ from typing import Any
 from ..model.network import Network
 from ..model.topology import Memo, RecentMemo, Topology, bits
 
+__all__ = ["LowerBound"]
+
 # bounds remembered in each of the memo's two generations (LowerBound.known)
 KNOWN_KEPT = 4096
 

@@ -42,6 +42,8 @@ except ImportError:
     from types import SimpleNamespace
     cython = SimpleNamespace(cclass=lambda cls: cls, no_gc=lambda cls: cls)
 
+__all__ = ["Branch", "QueueEntry", "link_of", "record_of"]
+
 NO_LINK = -1  # a branch's link when it has no link record yet (its history starts at the root)
 FIELDS = ("layer", "assigned", "comps", "frontier", "cost", "joins", "link", "estimate", "bound", "fixed")
 

@@ -15,6 +15,8 @@ from array import array
 
 from .branch import Branch, QueueEntry
 
+__all__ = ["BranchQueue", "ComponentCodes"]
+
 # the queue's heaps are rebuilt from their live entries when they hold more than
 # STALE_SHARE entries per live branch, plus STALE_FLOOR (see BranchQueue)
 STALE_SHARE = 2.5

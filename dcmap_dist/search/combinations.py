@@ -22,6 +22,8 @@ from typing import Any
 from ..limits import Stopwatch
 from ..model.topology import Memo, Topology, bits
 
+__all__ = ["combinations", "generatecombos", "iter_combos", "violators"]
+
 
 def generatecombos(z: list[Any], z1: set[Any], z3: set[Any]) -> list[frozenset[Any]]:
     """The paper's ``generatecombos``: nodes ``z`` proposed for one cluster, of which

@@ -23,17 +23,20 @@ import gc
 import math
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from operator import attrgetter
 
 from ..cost.dcmap import leaves_no_cycles
 from ..limits import SearchInterrupted, StepEnd, StopReason, Stopwatch
 from .branch import Branch
 from .branch_queue import BranchQueue
-from .histories import HistoryTable
-from .linking import CHEAPER, NEW, Improvement, LinkShard, route
-from .problem import Problem, within
-from .state import SearchState
+from .histories import Histories, HistoryTable
+from .linking import CHEAPER, NEW, Entry, LinkShard, route
+from .problem import Problem
+from .state import Improvement, SearchState
+from .tolerance import within
+
+__all__ = ["Explorer"]
 
 ESTIMATE = attrgetter("estimate")  # a branch's g_hat
 SENT_MEMORY = 1 << 18  # foreign keys whose best sent cost is remembered (a filter only)
@@ -45,19 +48,20 @@ INSIDE_REST_MOST = 1024  # twice as many after each further such trial, up to th
 
 
 class Explorer:
-    """One actor's share of a DCMAP search (all of it when serial).
+    """One actor's share of a DCMAP search (all of it when serial): the Python engine,
+    the reference of :class:`~dcmap_dist.search.engine.Engine`.
 
-    ``shard`` is the part of the link table this explorer owns (index
-    ``shard_index`` of ``shards``), or None when another actor owns the whole table.
-    With ``notify``, the records its shard dominates are also listed in ``notices``,
-    for the actors that hold the branches below them (only when the table's owner does
-    not hold the branches: a sharded worker and the serial search keep every branch
-    with the owner of its last record, so their own ``dominated`` set is enough).
+    With an ``owner`` number it owns a shard of the link table (shard ``shard_index`` of
+    ``shards``; its records are numbered as that owner's, :func:`histories.record_id`);
+    with None, another actor owns the whole table. With ``notify``, the records its
+    shard dominates are also listed for :meth:`take_notices`, for the actors that hold
+    the branches below them (only when the table's owner does not hold the branches: a
+    sharded worker and the serial search keep every branch with the owner of its last
+    record, so their own dominated set is enough).
     """
 
-    def __init__(self, problem: Problem, alpha: float = 0.6, seed: int = 0,
-                 shard: LinkShard | None = None, shard_index: int = 0, shards: int = 1,
-                 notify: bool = False) -> None:
+    def __init__(self, problem: Problem, alpha: float = 0.6, seed: int = 0, owner: int | None = None,
+                 shard_index: int = 0, shards: int = 1, notify: bool = False) -> None:
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
         self.problem = problem
@@ -65,18 +69,18 @@ class Explorer:
         self.rng = random.Random(seed)
         self.queue = BranchQueue()
         self.active: Branch | None = None
-        self.shard = shard
+        self.shard = LinkShard(owner) if owner is not None else None
         self.shard_index = shard_index
         self.shards = shards
         self.final_key = problem.keys.final
-        self.g_min = math.inf
+        self._g_min = math.inf
         self.dominated: set[int] = set()  # records known to be dominated
         self.notify = notify
         self.notices: list[int] = []  # records this shard dominated, for other actors (notify)
         self.outbox: dict[int, list[tuple[tuple, Branch]]] = {}
         self._sent: dict[tuple, float] = {}
         self._gates: dict[int, list[int]] = {}  # see _link_inside
-        self.iterations = 0
+        self._iterations = 0
         self.iteration_offset = 0  # added to local counts in histories and the trace
         self.time_offset = 0.0  # seconds of the whole search when this step's clock started
         self.improvements: list[Improvement] = []
@@ -105,7 +109,7 @@ class Explorer:
         (their messages as this process holds them: :meth:`MessageCodes.adopted`)."""
         for key, branch in arrivals:
             survivor = self.offer(key, branch)  # a complete one improves G_min there
-            if survivor is not None and within(survivor.bound, self.g_min):
+            if survivor is not None and within(survivor.bound, self._g_min):
                 survivor.frontier = self.problem.messages.adopted(survivor.frontier)
                 self.queue.push(survivor)
 
@@ -119,15 +123,71 @@ class Explorer:
     def improve(self, cost: float, trail: tuple) -> None:
         """A complete mapping of ``cost`` reached by ``trail`` exists: lower ``G_min``
         and record it."""
-        if not within(self.g_min, cost):
-            self.g_min = cost
-            self.improvements.append((self.stamp(), self.seconds(), cost, trail))
+        if not within(self._g_min, cost):
+            self._g_min = cost
+            self.improvements.append(Improvement(self.stamp(), self.seconds(), cost, trail))
 
     def stamp(self) -> int:
-        return self.iteration_offset + self.iterations
+        """The search's iteration count now (this explorer's own, placed by :meth:`place`)."""
+        return self.iteration_offset + self._iterations
 
     def seconds(self) -> float:
+        """The search's seconds now (placed by :meth:`place`)."""
         return self.time_offset + (self.watch.elapsed() if self.watch else 0.0)
+
+    # -- beginning, resuming, and what other actors tell ----------------------------
+    def start(self, first: Branch, watch: Stopwatch) -> None:
+        """Begin a search at its root, ``first`` (a complete mapping) bounding it from the
+        start; ``watch`` is the search's clock."""
+        self.watch = watch
+        self.improve(first.cost, first.trail)
+        root = self.problem.root()
+        self.active = self.offer(self.problem.link_key(root), root)
+
+    def restore(self, state: SearchState, iterations: int = 0, g_min: float = math.inf,
+                random_state: tuple | None = None, seconds: float = 0.0) -> None:
+        """Go on from where a search stood: its counters (this explorer's own iteration
+        count, ``G_min``, the random generator's state, the seconds searched), then its
+        ``state`` (:meth:`load`)."""
+        self._iterations = iterations
+        self._g_min = g_min
+        self.time_offset = seconds
+        if random_state is not None:
+            self.rng.setstate(random_state)
+        self.load(state)
+
+    def hear(self, g_min: float, dominated: Iterable[int] = ()) -> None:
+        """News from the other actors: a ``G_min`` found elsewhere, records dominated elsewhere."""
+        self._g_min = min(self._g_min, g_min)
+        self.dominated.update(dominated)
+
+    def place(self, iterations: int, seconds: float, watch: Stopwatch | None = None) -> None:
+        """Where this explorer stands in the whole search: from now on its stamps (in
+        improvements and histories) count ``iterations`` plus its own count, and its
+        seconds ``seconds`` plus ``watch``'s (if any)."""
+        self.iteration_offset = iterations
+        self.time_offset = seconds
+        self.watch = watch
+
+    def random_state(self) -> tuple:
+        """The state of its random generator (the alpha activations), for :meth:`restore`."""
+        return self.rng.getstate()
+
+    # -- counters -----------------------------------------------------------------
+    @property
+    def iterations(self) -> int:
+        """Expansions made by this explorer (with those before a :meth:`restore`)."""
+        return self._iterations
+
+    @property
+    def g_min(self) -> float:
+        """The cost of the best complete mapping known here (inf: none)."""
+        return self._g_min
+
+    @property
+    def link_records(self) -> int:
+        """Keys in this explorer's shard of the link table (0 without one)."""
+        return len(self.shard.entries) if self.shard is not None else 0
 
     # -- the loop -------------------------------------------------------------
     def step(self, watch: Stopwatch, until: float | None = None,
@@ -166,9 +226,9 @@ class Explorer:
         rng = self.rng
         branch: Branch | None  # compiled, a typed record: its fields are read in C
         while True:
-            if max_iterations is not None and self.iterations >= max_iterations:
+            if max_iterations is not None and self._iterations >= max_iterations:
                 return StopReason.MAX_ITERATIONS
-            reason = watch.check(self.iterations)
+            reason = watch.check(self._iterations)
             if reason:
                 return reason
             if until is not None and time.perf_counter() >= until:
@@ -180,13 +240,13 @@ class Explorer:
                 branch = queue.pop(rng.random() < self.alpha)
                 if branch is None:
                     return StepEnd.IDLE
-            if branch.link in self.dominated or not within(branch.bound, self.g_min):
+            if branch.link in self.dominated or not within(branch.bound, self._g_min):
                 continue
-            self.iterations += 1
+            self._iterations += 1
             try:
-                children = problem.expand(branch, problem.next_proposal(branch), self.g_min, watch)
+                children = problem.expand(branch, problem.next_proposal(branch), self._g_min, watch)
             except SearchInterrupted as stop:
-                self.iterations -= 1
+                self._iterations -= 1
                 queue.push(branch)  # not expanded: it still stands for its mappings
                 return stop.args[0]
             survivors = []
@@ -273,6 +333,33 @@ class Explorer:
         """The completions waiting to be sent, by owner; the outbox is emptied."""
         outbox, self.outbox = self.outbox, {}
         return outbox
+
+    def take_improvements(self) -> list[Improvement]:
+        """The improvements found since the last call."""
+        found, self.improvements = self.improvements, []
+        return found
+
+    def take_notices(self) -> list[int]:
+        """The records this shard dominated since the last call (with ``notify``)."""
+        found, self.notices = self.notices, []
+        return found
+
+    def take_open(self) -> list[Branch]:
+        """Every queued branch still worth expanding (not dominated, its bound within
+        ``G_min``), cheapest first, taken out of this explorer; the others are dropped."""
+        taken = []
+        while (branch := self.queue.pop(True)) is not None:
+            if within(branch.bound, self._g_min) and branch.link not in self.dominated:
+                taken.append(branch)
+        return taken
+
+    def final_entry(self) -> Entry | None:
+        """The link table's entry of the complete mappings, if this explorer's shard holds it."""
+        return self.shard.entries.get(self.final_key) if self.shard is not None else None
+
+    def lookup(self, records: Iterable[int]) -> dict[int, Histories]:
+        """The histories of those of ``records`` that this explorer's shard holds."""
+        return self.shard.lookup(records) if self.shard is not None else {}
 
     def open_branches(self) -> list[Branch]:
         """Every open branch held here (the active one first), without removing them."""

@@ -20,6 +20,10 @@ import struct
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
+__all__ = ["Histories", "HistoryTable", "MissingRecord", "first_history", "gather_histories", "histories_of",
+           "history", "history_fields", "history_parts", "history_record", "record_id", "trail_count", "trail_joins",
+           "trail_path"]
+
 History = bytes  # one history: see history()
 Histories = bytes | bytearray  # a record's histories, one after another: see histories_of()
 _PREVIOUS = struct.Struct("<q")  # where the record's previous history is kept (-1: none)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..model.topology import ONE, Memo, Topology, union_of
 
-LINK_KEYS = ("lean", "full")
+__all__ = ["LinkKeys", "key_parts"]
 
 
 class LinkKeys:

@@ -24,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .histories import Histories, HistoryTable, history, record_id
-from .problem import within
+from .tolerance import within
+
+__all__ = ["CHEAPER", "NEW", "TIE", "WORSE", "Entry", "LinkShard", "route"]
 
 NEW, CHEAPER, TIE, WORSE = "new", "cheaper", "tie", "worse"
-Improvement = tuple[int, float, float, tuple]  # (iteration, seconds, cost, trail of the mapping)
 
 
 def route(key: tuple, shards: int) -> int:

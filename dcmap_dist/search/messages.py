@@ -22,6 +22,8 @@ from ..cost.dcmap import DcmapCost
 from ..model.network import Network
 from ..model.topology import bits
 
+__all__ = ["MessageCodes", "node_set_messages"]
+
 
 def node_set_messages(model: Any) -> bool:
     """Whether ``model``'s messages are held as codes: true for the built-in model (its

@@ -1,20 +1,22 @@
 """What a search hands back (:class:`SearchOutcome`, made by :func:`outcome` from the
-final link table entry), how it tells of improvements (:func:`announce`), and where it
-sends its checkpoints (:class:`Saver`): shared by the serial and Ray drivers, the
-baselines and the checkpoints."""
+final link table entry) and how it tells of improvements (:func:`announce`): shared by
+the serial and Ray drivers, the baselines and the checkpoints."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..limits import StopReason
-from .histories import Histories, MissingRecord, gather_histories, trail_path
-from .linking import Entry, Improvement
 from .branch import Branch
-from .problem import Problem, joins_to_clusters, within
-from .state import SearchState
+from .histories import Histories, MissingRecord, gather_histories, trail_path
+from .linking import Entry
+from .problem import Problem, joins_to_clusters
+from .state import Improvement
+from .tolerance import within
+
+__all__ = ["OnImprovement", "SearchOutcome", "announce", "improvement_clusters", "outcome"]
 
 # on_improvement(cost, iteration, seconds, clusters): clusters are the improved
 # mapping's cluster masks (None for an improvement saved without its mapping)
@@ -44,31 +46,16 @@ class SearchOutcome:
     incumbent: tuple[tuple, float] | None = None
 
 
-class Saver(Protocol):
-    """Where a search sends its checkpoints (see :class:`~dcmap_dist.checkpoint.session.Checkpointer`)."""
-
-    def due(self) -> bool:
-        """True when the checkpoint interval has passed."""
-
-    def reserve(self, size: int) -> float:
-        """Seconds to keep for writing a checkpoint of a state of ``size``
-        (:func:`~dcmap_dist.search.state.write_size`)."""
-
-    def save(self, parts: Iterable[SearchState], counters: dict[str, Any]) -> None:
-        """Write a checkpoint of the component being searched."""
-
-
-def announce(problem: Problem, improvements: list[Improvement], heard: int,
-             on_improvement: OnImprovement | None, fetch: Callable[[set[int]], dict[int, Histories]],
-             lost: bool = False) -> int:
-    """Tell ``on_improvement`` of every improvement after the first ``heard``, with its
-    mapping (rebuilt from its trail: ``fetch`` finds link records' histories); the
-    number heard. ``lost``: records may have been lost with a worker (a distributed
-    search), and an improvement that reaches one is told without its mapping."""
+def announce(problem: Problem, improvements: list[Improvement], on_improvement: OnImprovement | None,
+             fetch: Callable[[set[int]], dict[int, Histories]], lost: bool = False) -> None:
+    """Tell ``on_improvement`` of ``improvements``, each with its mapping (rebuilt from its
+    trail: ``fetch`` finds link records' histories). ``lost``: records may have been lost
+    with a worker (a distributed search), and an improvement that reaches one is told
+    without its mapping."""
     if on_improvement:
-        for iteration, seconds, cost, trail in improvements[heard:]:
-            on_improvement(cost, iteration, seconds, improvement_clusters(problem, trail, fetch, lost))
-    return len(improvements)
+        for found in improvements:
+            on_improvement(found.cost, found.iteration, found.seconds,
+                           improvement_clusters(problem, found.trail, fetch, lost))
 
 
 def improvement_clusters(problem: Problem, trail: tuple | None,

@@ -7,6 +7,7 @@ from dcmap_dist.model.topology cimport RecentMemo, Topology
 from dcmap_dist.search.bounds cimport LowerBound
 from dcmap_dist.search.branch cimport Branch
 from dcmap_dist.search.keys cimport LinkKeys
+from dcmap_dist.search.tolerance cimport within
 
 
 cdef class Problem:
@@ -27,5 +28,3 @@ cdef class Problem:
     cpdef object next_proposal(self, Branch branch)
     cpdef object _read_later(self, object items, object layer)
     cpdef object _comps_read_later(self, object comps, object layer)
-
-cpdef bint within(double cost, double bound)

@@ -20,13 +20,16 @@ from ..cost.base import ChildClusterLayer, CostContext, CostModel, checked_cost,
 from ..limits import Stopwatch
 from ..model.network import Network
 from ..model.topology import ONE, Memo, RecentMemo, Topology, bits, union_of
+from ..settings import LINK_KEYS
 from .bounds import LowerBound
 from .branch import Branch
 from .combinations import combinations
-from .keys import LINK_KEYS, LinkKeys
+from .keys import LinkKeys
 from .messages import MessageCodes, node_set_messages
+from .tolerance import within
 
-TOLERANCE = 1e-9
+__all__ = ["Problem", "closures_of", "joins_to_clusters"]
+
 MASKS_KEPT = 8192  # masks remembered in each of the two generations of Problem._masks
 
 
@@ -34,19 +37,14 @@ def _itself(mask: int) -> int:
     return mask
 
 
-def within(cost: float, bound: float) -> bool:
-    """``cost <= bound`` up to the relative tolerance of SPEC section 3."""
-    return cost <= bound + TOLERANCE * abs(bound)
-
-
 class Problem:
     """A connected network, a cost model and a scheme, precomputed for the search."""
 
     def __init__(self, network: Network, model: CostModel, scheme: str = "merge",
-                 graph: Network | None = None, key: str = "lean", lower_bound: bool = True) -> None:
-        if key not in LINK_KEYS:
-            raise ValueError(f"unknown link key {key!r}: choose one of {', '.join(LINK_KEYS)}")
-        self.use_bound = lower_bound
+                 graph: Network | None = None, link_key: str = "lean", use_bound: bool = True) -> None:
+        if link_key not in LINK_KEYS:
+            raise ValueError(f"unknown link key {link_key!r}: choose one of {', '.join(LINK_KEYS)}")
+        self.use_bound = use_bound
         self.network = network
         self.graph = graph or network  # what cost contexts see: the whole network
         self.model = model
@@ -63,11 +61,11 @@ class Problem:
         self.parents_of = Memo(lambda mask: union_of(topo.parents, mask))  # all parents of a set
         self.children_of = Memo(lambda mask: union_of(topo.children, mask))  # all its children
         self.closures = Memo(lambda members: closures_of(topo, members))
-        self.keys = LinkKeys(topo, key, self.parents_of, self.closures)  # keys.of(branch): its link key
+        self.keys = LinkKeys(topo, link_key, self.parents_of, self.closures)  # keys.of(branch): its link key
         self._estimates: dict[int, float] = {}
         self._estimator = getattr(model, "estimate", None)
         # bound.lookup(layer, assigned, frontier): the admissible bound on the cost still to come
-        self.bound = LowerBound(topo, self.graph, model if lower_bound else None, self.parents_of,
+        self.bound = LowerBound(topo, self.graph, model if use_bound else None, self.parents_of,
                                 self.messages.value)
 
     # -- small cached facts -------------------------------------------------

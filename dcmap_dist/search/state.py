@@ -6,11 +6,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from .histories import Histories
-from .linking import Entry, Improvement
 from .branch import Branch, link_of
+from .histories import Histories
+from .linking import Entry
+
+__all__ = ["Improvement", "Resumption", "SearchState", "counters", "plain_trace", "resumption", "trace_from_plain",
+           "write_size"]
+
+
+class Improvement(NamedTuple):
+    """A search found a complete mapping cheaper than any before: when (the search's
+    iteration and seconds), its cost, and the trail that rebuilds it (None: saved
+    without it, or lost with a worker)."""
+
+    iteration: int
+    seconds: float
+    cost: float
+    trail: tuple | None
 
 
 @dataclass
@@ -63,11 +77,11 @@ def resumption(state: SearchState, saved: dict[str, Any]) -> Resumption:
 
 def plain_trace(trace: list[Improvement]) -> list[list]:
     """Improvements as JSON values (a trail becomes a list)."""
-    return [[iteration, seconds, cost, None if trail is None else list(trail)]
-            for iteration, seconds, cost, trail in trace]
+    return [[found.iteration, found.seconds, found.cost, None if found.trail is None else list(found.trail)]
+            for found in trace]
 
 
 def trace_from_plain(saved: list[list]) -> list[Improvement]:
     """The inverse of :func:`plain_trace`; an improvement saved without a trail gets None."""
-    return [(iteration, seconds, cost, tuple(rest[0]) if rest and rest[0] is not None else None)
+    return [Improvement(iteration, seconds, cost, tuple(rest[0]) if rest and rest[0] is not None else None)
             for iteration, seconds, cost, *rest in saved]

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+__all__ = ["PowerFit", "fit_power", "regularized_beta", "t_cdf", "t_quantile"]
+
 
 @dataclass(frozen=True)
 class PowerFit:

@@ -39,6 +39,8 @@ from ..model.mappings import check_mapping, check_scheme, cluster_problem
 from ..model.network import Network
 from ..model.topology import Topology, bits
 
+__all__ = ["Replication", "best_replication", "mapping_cost", "replicate"]
+
 
 @dataclass(frozen=True)
 class Replication:

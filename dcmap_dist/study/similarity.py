@@ -21,6 +21,8 @@ import numpy as np
 
 from ..model.mappings import MappingError
 
+__all__ = ["cluster_labels", "mapping_matrix", "similarities", "similarity"]
+
 
 def cluster_labels(clusters: Iterable[Iterable[Hashable]], nodes: Sequence[Hashable]) -> np.ndarray:
     """The cluster number of each of ``nodes`` (clusters numbered in the order given).

@@ -14,7 +14,9 @@ from typing import Any
 
 from ..io.dynamic import recover_template
 from ..io.load import load_network
-from ..model.network import read_json
+from ..io.files import read_json
+
+__all__ = ["STUDY_TEMPLATES", "random_template", "study_template"]
 
 STUDY_TEMPLATES = ("seagrass", "water", "diabetes")
 

@@ -16,6 +16,8 @@ from ..model.topology import layer_nodes, layers
 from ..study.similarity import cluster_labels
 from .plots import figure, qualitative_colours, save_figure
 
+__all__ = ["crossed", "draw_clusters"]
+
 SLOT_INCHES = 1.6  # width of a node's slot in a layer
 LAYER_INCHES = 1.0  # height of a layer
 FONT_SIZE = 7.0

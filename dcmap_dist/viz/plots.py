@@ -25,6 +25,9 @@ import numpy as np
 from ..study.growth import PowerFit, fit_power
 from ..study.similarity import similarities
 
+__all__ = ["MissingMatplotlib", "figure", "mapping_of", "plot_scaling", "plot_trace", "qualitative_colours",
+           "save_figure"]
+
 INSTALL_HINT = "pip install 'dcmap_dist[plot]'"
 # the study CSV's columns drawn by plot_scaling, with their panel titles
 SCALING_PANELS = {

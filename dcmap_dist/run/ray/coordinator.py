@@ -1,43 +1,72 @@
 """The coordinator of the distributed search (see :mod:`dcmap_dist.run.ray.driver` for the
-design): it owns the workers, ``G_min``, the counters, the trace, termination, the
-snapshots from which a lost worker is recovered (:mod:`.snapshots`) and, with
-``link_table="coordinator"``, the link table. The worker steps are in :mod:`.steps`."""
+design): it owns the workers (a :class:`~.steps.WorkerSlot` each), ``G_min``, the
+counters, the trace, termination, the snapshots from which a lost worker is recovered
+(:class:`~.snapshots.Snapshots`) and, with ``link_table="coordinator"``, the link table
+(in its own engine, which also keeps ``G_min``)."""
 
 from __future__ import annotations
 
+import pickle
 import time
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import ray
 
-from ...limits import Limits, StopReason, Stopwatch, memory_mb
-from ...search.explorer import Explorer
-from ...search.histories import gather_histories
-from ...search.linking import Improvement, LinkShard, route
+from ...limits import Limits, StepEnd, StopReason, Stopwatch, memory_mb
+from ...progress import Progress
 from ...search.branch import Branch
-from ...search.state import Resumption, SearchState
-from .protocol import Snapshot, StepReport
-from .snapshots import SNAPSHOT_ITEM_SECONDS, Snapshots
-from .steps import QUEUED_STEPS, WorkerSteps
-from .worker import SearchSpec, Worker, marshallable, packed, unpacked
+from ...search.engine import Engine, new_engine
+from ...search.histories import Histories, gather_histories
+from ...search.linking import route
+from ...search.state import Improvement, Resumption, SearchState
+from .batches import marshallable, packed, unpacked
+from .protocol import (Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepOrder, StepReport, Totals,
+                       TurnReport)
+from .snapshots import Snapshots
+from .steps import BOUND_SECONDS, QUEUED_STEPS, STEP_SECONDS, WorkerSlot, deal, iteration_caps
+from .worker import Worker
+
+__all__ = ["Coordinator", "LOOKUPS"]
 
 LOOKUPS = "lookups"  # a worker's thread for history lookups (improvements' mappings while the search runs)
 
 
-class Coordinator(WorkerSteps, Snapshots):
-    """The coordinator actor: owns the workers, ``G_min``, the counters, the trace,
-    termination, the snapshots and (``link_table="coordinator"``) the link table. Its
-    worker steps are :class:`steps.WorkerSteps`, its snapshots and recovery
-    :class:`snapshots.Snapshots`; here are a search's beginning, its turns, limits and
-    reports."""
+class Coordinator:
+    """The coordinator actor. :meth:`begin` loads a search; :meth:`advance` runs it in
+    turns (each starts the steps of the free workers and takes in those that end);
+    :meth:`cut` gives a checkpoint's parts, :meth:`finish` the results, :meth:`lookup`
+    histories. A lost worker is replaced and every worker rolled back to the latest
+    snapshot (:meth:`_recover`), the state rebuilt by the same :meth:`_build` as
+    :meth:`begin`'s."""
 
     def __init__(self, workers: int, cpus_per_worker: float) -> None:
         self.size = workers
         self.cpus = cpus_per_worker
         self.run_id = uuid.uuid4().hex[:8]
         self.spawned = 0
-        self.workers = [self._spawn() for _ in range(workers)]
+        self.actors = [self._spawn() for _ in range(workers)]
+        # one search's (begin)
+        self.spec: SearchSpec | None = None
+        self.options: RayOptions | None = None
+        self.sharded = True  # the link table sharded over the workers, else here
+        self.watch = Stopwatch(Limits())  # the search's limits, on one clock
+        self.depth = QUEUED_STEPS  # steps queued per worker (1 under an iteration limit: caps need each end)
+        self.cpu = 0.0  # process time when the search began
+        self.before = 0.0  # seconds searched before a resumption
+        self.owners = 1  # the next owner number of a link shard
+        self.root_bound = 0.0  # a lower bound for a worker whose own is not known yet
+        self.coordinator_memory = 0.0  # of the coordinator alone (MiB)
+        self.stop: StopReason | None = None
+        self.histories: dict[int, Histories] = {}  # every history the final entry reaches, once finished
+        self.snapshots = Snapshots(None)
+        # the state rolled back on recovery (_build)
+        self.engine: Engine | None = None  # G_min; with the table here, the table and the branches to deal
+        self.slots: list[WorkerSlot] = []
+        self.iterations = 0
+        self.trace: list[Improvement] = []
+        self.totals = Totals()
 
     def _spawn(self) -> Any:
         self.spawned += 1
@@ -47,64 +76,64 @@ class Coordinator(WorkerSteps, Snapshots):
         return actor.remote()
 
     # -- one search -------------------------------------------------------------
-    def begin(self, spec: SearchSpec, settings: dict[str, Any], limits: Limits, g_min: float,
+    def begin(self, spec: SearchSpec, options: RayOptions, limits: Limits, g_min: float,
               resume: Resumption | None = None) -> None:
         """Load a search into every worker and seed it with the root, or with the
         state it was checkpointed in (``resume``)."""
-        self.spec = spec
-        self.settings = settings
-        self.sharded = settings["link_table"] == "sharded"
-        self.problem = spec.problem()
-        self.coordinator_memory = 0.0  # of the coordinator alone (MiB)
-        self.worker_memory = [0.0] * self.size  # each worker's, at its last step
-        # the search's limits, on one clock; memory is the coordinator's and the workers' together
-        self.watch = Stopwatch(limits, every=1, memory=self._memory)
+        self.spec, self.options = spec, options
+        self.sharded = options.link_table == "sharded"
+        self.watch = Stopwatch(limits, every=1, memory=self._memory)  # memory: of every process together
+        self.depth = QUEUED_STEPS if limits.max_iterations is None else 1
         self.cpu = time.process_time()
-        self.before = resume.elapsed if resume else 0.0  # seconds searched before a resumption
-        self.owners = resume.next_owner if resume else 1  # owner numbers of link shards
-        # its own explorer: G_min always; with the table on the coordinator, the link table
-        # and the branches waiting to be dealt out
-        self.explorer = Explorer(self.problem, 0.0, 0, None if self.sharded else LinkShard(self.owners), notify=True)
-        self.owners += 1
-        self.explorer.g_min = g_min
-        self.totals = {"steps": 0, "received": 0, "sent": 0, "bytes": 0, "coordinator_busy": 0.0,
-                       "snapshots": 0, "snapshot_seconds": 0.0, "recoveries": 0}
-        self.iterations = resume.iterations if resume else 0
-        self.trace: list[Improvement] = list(resume.trace) if resume else []
-        self.stats = [StepReport.before_first_step() for _ in range(self.size)]  # each worker's last step
-        self.stop: StopReason | None = None
-        self.histories: dict[int, bytes] = {}  # every history the final entry reaches, once finished
-        # each worker's submitted steps (their result refs), oldest first: it runs them in order
-        self.running: list[list[list[Any]]] = [[] for _ in range(self.size)]
-        self.depth = QUEUED_STEPS if limits.max_iterations is None else 1  # caps need each step's end
-        self.reserved = [0] * self.size  # iterations allowed to running steps (with a limit)
-        self.inbox: list[list[Any]] = [[] for _ in range(self.size)]  # batches for each worker's next step
-        self.hands: list[list[Branch]] = [[] for _ in range(self.size)]  # branches dealt to each (coordinator table)
-        self.unheard: list[list[int]] = [[] for _ in range(self.size)]  # notices each has not heard
-        self.next_bound = [0.0] * self.size
-        self._load_workers()
-        root = self.problem.root()
-        self.root_bound = root.bound  # a lower bound for a worker whose own is not known yet
+        self.before = resume.elapsed if resume else 0.0
+        self.owners = resume.next_owner if resume else 1
+        self.coordinator_memory = 0.0
+        self.stop = None
+        self.histories = {}
+        self.snapshots = Snapshots(options.snapshot_every)
+        empty = [[] for _ in range(self.size)]
+        self._build(SearchState(), g_min, resume.iterations if resume else 0, list(resume.trace) if resume else [],
+                    Totals(), [StepReport() for _ in range(self.size)], empty, empty)
+        root = self.engine.problem.root()
+        self.root_bound = root.bound
         if resume is None:
-            self._deliver([(self.problem.link_key(root), root)])
+            self._deliver([(self.engine.problem.link_key(root), root)])
         else:
             self._distribute(resume.state)
-        self.snapshot: Snapshot | None = None
-        self.last_snapshot = 0.0  # when the last snapshot ended (elapsed seconds)
-        self.item_seconds = SNAPSHOT_ITEM_SECONDS
-        if settings["snapshot_every"] is not None:
+        if options.snapshot_every is not None:
             self._take_snapshot()
+
+    def _build(self, own: SearchState, g_min: float, iterations: int, trace: list[Improvement], totals: Totals,
+               reports: list[StepReport], inbox: list[list[Any]], unheard: list[list[int]]) -> None:
+        """The coordinator's state of a search (at its beginning, or rolled back to a
+        snapshot): its engine holding ``own`` share, a new search in every worker, a slot
+        per worker with its last ``reports``, its ``inbox`` and the notices it has not
+        heard, and the counters."""
+        spec = self.spec
+        self.engine = new_engine(spec.problem(), 0.0, 0, None if self.sharded else self.owners, notify=True)
+        self.owners += 1
+        self.engine.restore(own, g_min=g_min)
+        loads = []
+        for i, actor in enumerate(self.actors):
+            loads.append(actor.load.remote(spec, i, self.sharded, self.size, self.owners))
+            self.owners += 1
+        ray.get(loads)
+        self.slots = [WorkerSlot(actor, report, inbox=list(batches), unheard=list(notices))
+                      for actor, report, batches, notices in zip(self.actors, reports, inbox, unheard)]
+        self.iterations = iterations
+        self.trace = list(trace)
+        self.totals = totals
 
     def _deliver(self, arrivals: list[tuple[tuple, Branch]]) -> None:
         """Send completions to the owners of their keys (settled in their next step)."""
         if not self.sharded:
-            self.explorer.receive(arrivals)
+            self.engine.receive(arrivals)
             return
         batches: dict[int, list] = {}
         for key, branch in arrivals:
             batches.setdefault(route(key, self.size), []).append((key, branch))
         for owner, batch in batches.items():
-            self.inbox[owner].append(packed(batch, marshallable(self.spec.model)))
+            self.slots[owner].inbox.append(packed(batch, marshallable(self.spec.model)))
 
     def _distribute(self, state: SearchState) -> None:
         """Share a resumed state among the workers: each key to its owner, each branch to
@@ -112,7 +141,7 @@ class Coordinator(WorkerSteps, Snapshots):
         be settled in their first step. With the table on the coordinator, it keeps the
         table and deals the branches out."""
         if not self.sharded:
-            self.explorer.load(state)  # the records first, then the arrivals settled against them
+            self.engine.load(state)  # the records first, then the arrivals settled against them
             return
         self._deliver(state.arrivals)
         parts = [SearchState(dominated=state.dominated) for _ in range(self.size)]
@@ -124,17 +153,9 @@ class Coordinator(WorkerSteps, Snapshots):
             parts[holder.get(record, record % self.size)].histories[record] = histories
         for k, branch in enumerate(state.branches):
             parts[holder.get(branch.link, k % self.size)].branches.append(branch)
-        ray.get([w.take_part.remote(part) for w, part in zip(self.workers, parts)])
-        for i, part in enumerate(parts):  # so that each worker holding branches gets a step
-            self.stats[i] = StepReport.before_first_step(len(part.branches))
-
-    def _load_workers(self) -> None:
-        loads = []
-        for i, w in enumerate(self.workers):
-            loads.append(w.load.remote(self.spec, self.settings["alpha"], self.settings["seed"], i, self.sharded,
-                                       self.size, self.owners))
-            self.owners += 1
-        ray.get(loads)
+        ray.get([slot.actor.take_part.remote(part) for slot, part in zip(self.slots, parts)])
+        for slot, part in zip(self.slots, parts):  # so that each worker holding branches gets a step
+            slot.report = StepReport(open_branches=len(part.branches))
 
     def elapsed(self) -> float:
         """Seconds of search, those before a resumption included."""
@@ -144,9 +165,9 @@ class Coordinator(WorkerSteps, Snapshots):
         """Stop the search (e.g. ``interrupted``) before the next step."""
         self.stop = self.stop or reason
 
-    def advance(self, seconds: float, reserve: float = 0.0) -> dict[str, Any]:
+    def advance(self, seconds: float, reserve: float = 0.0) -> TurnReport:
         """Run the workers for about ``seconds``, stopping ``reserve`` seconds before the
-        time limit (the final checkpoint's write); the progress figures (``done`` at the end)."""
+        time limit (the final checkpoint's write); then where the search stands."""
         self.watch.reserve = reserve
         until = time.perf_counter() + seconds
         while self.stop is None and time.perf_counter() < until:
@@ -156,7 +177,7 @@ class Coordinator(WorkerSteps, Snapshots):
                 break
             try:
                 self._turn()
-                if self.stop is None and self._snapshot_due():
+                if self.stop is None and self.snapshots.due(self.elapsed(), self._state_size()):
                     self._take_snapshot()
             except ray.exceptions.RayActorError:
                 self._recover()
@@ -165,7 +186,7 @@ class Coordinator(WorkerSteps, Snapshots):
                 self._drain()
             except ray.exceptions.RayActorError:  # a worker died in its last step: back to the snapshot
                 self._recover()
-        return self.progress()
+        return TurnReport(done=self.stop is not None, progress=self.progress(), trace=list(self.trace))
 
     def _memory(self) -> float:
         """The memory of the search's processes together, the coordinator's own (which
@@ -173,41 +194,213 @@ class Coordinator(WorkerSteps, Snapshots):
         limit applies to this sum (the stopwatch keeps its peak)."""
         own = memory_mb()
         self.coordinator_memory = max(self.coordinator_memory, own)
-        return own + sum(self.worker_memory)
+        return own + sum(slot.memory_mb for slot in self.slots)
+
+    # -- the worker steps ---------------------------------------------------------------
+    def _turn(self) -> None:
+        """Start a step on every free worker that has work, then absorb the steps that
+        have ended (at least one). Steps overlap: a worker starts its next step as soon
+        as its last one is absorbed, with what was addressed to it meanwhile, and never
+        waits for the others."""
+        busy = time.perf_counter()
+        self._start_ready()
+        running = {slot.running[0][0]: i for i, slot in enumerate(self.slots) if slot.running}
+        self.totals.coordinator_busy += time.perf_counter() - busy
+        if running:
+            ready, rest = ray.wait(list(running), num_returns=1)
+            if rest:
+                ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+            busy = time.perf_counter()
+            for ref in ready:
+                self._absorb(running[ref])
+            self.totals.coordinator_busy += time.perf_counter() - busy
+        if self.stop is None and self._finished():
+            self.stop = StopReason.FINISHED
+
+    def _start_ready(self) -> None:
+        """Fill each worker's queue of steps (up to ``depth``) while it holds open
+        branches or has arrivals or branches waiting for it, each step with its share
+        of the iterations left (if limited)."""
+        if not self.sharded and self.engine.open_count():
+            deal(self.engine.take_open(), self.slots)
+        ready = [i for i, slot in enumerate(self.slots) if len(slot.running) < self.depth and slot.has_work()]
+        limit = self.watch.limits.max_iterations
+        left = None if limit is None else max(0, limit - self.iterations - sum(s.reserved for s in self.slots))
+        caps = iteration_caps(left, ready, self.size)
+        for i in ready:
+            slot = self.slots[i]
+            if caps[i] != 0:
+                while len(slot.running) < self.depth and slot.has_work():
+                    self._start(slot, caps[i])
+
+    def _start(self, slot: WorkerSlot, allowance: int | None) -> None:
+        """Start a worker's next step, with what waits for it, ``G_min``, the notices it
+        has not heard, and at most ``allowance`` expansions (None: no limit)."""
+        destinations = self.size if self.sharded else 1
+        now = time.perf_counter()
+        bound = now >= slot.next_bound  # its least bound for progress, now and then
+        if bound:
+            slot.next_bound = now + BOUND_SECONDS
+        own = slot.report.iterations
+        order = StepOrder(g_min=self.engine.g_min, notices=slot.unheard, branches=slot.hand,
+                          iterations=self.iterations, local_iterations=own, elapsed=self.elapsed(),
+                          seconds=STEP_SECONDS, limits=self.watch.remaining(),
+                          max_iterations=None if allowance is None else own + allowance,
+                          destinations=destinations, bound=bound)
+        slot.running.append(slot.actor.step.options(num_returns=1 + destinations).remote(order, *slot.inbox))
+        slot.reserved = allowance or 0
+        slot.inbox, slot.hand, slot.unheard = [], [], []
+
+    def _settle_arrivals(self) -> None:
+        """Have every worker settle the batches waiting for it, expanding nothing: a
+        stopped search's best mapping may be a completion still on its way to the
+        final key's owner."""
+        self._drain()
+        for slot in self.slots:
+            if slot.inbox:
+                self._start(slot, 0)
+        self._drain()
+
+    def _absorb(self, i: int) -> None:
+        """Take in worker ``i``'s ended step: its counters, improvements and notices, and
+        its outgoing batches (into the inboxes of their owners, or settled here when
+        the coordinator holds the table)."""
+        slot = self.slots[i]
+        refs = slot.running[0]
+        report = ray.get(refs[0])
+        slot.running.pop(0)
+        slot.reserved = 0
+        if report.least_bound is None:  # not asked this step: keep the last one known
+            report.least_bound = slot.report.least_bound
+        slot.report = report
+        slot.memory_mb = report.memory_mb
+        totals = self.totals
+        totals.steps += 1
+        totals.received += report.received
+        totals.sent += sum(report.sent)
+        totals.bytes += report.bytes
+        self.iterations += report.expanded
+        self.trace.extend(report.improvements)
+        self.engine.hear(report.g_min)
+        self._notify(report.notices)
+        self.watch.sample_memory()
+        arrivals = []
+        for j, count in enumerate(report.sent):
+            if count:
+                if self.sharded:
+                    self.slots[j].inbox.append(refs[1 + j])
+                else:
+                    arrivals.append(refs[1 + j])
+        if report.stop not in (StepEnd.IDLE, StepEnd.BUDGET, StopReason.MAX_ITERATIONS):
+            self.stop = report.stop
+        if arrivals:
+            self.engine.place(self.iterations, self.elapsed())
+            for batch in ray.get(arrivals):
+                self.engine.receive(unpacked(batch))
+            self.trace.extend(self.engine.take_improvements())
+            self._notify(self.engine.take_notices())
+
+    def _notify(self, notices: list[int]) -> None:
+        """Dominated records, for every worker's next step."""
+        if notices:
+            for slot in self.slots:
+                slot.unheard.extend(notices)
+
+    def _drain(self) -> None:
+        """Absorb every running step without starting new ones: afterwards nothing runs
+        and every batch in flight is in an inbox (a consistent cut)."""
+        for i, slot in enumerate(self.slots):
+            while slot.running:
+                self._absorb(i)
+
+    def _finished(self) -> bool:
+        return (self.engine.open_count() == 0
+                and not any(slot.running or slot.inbox or slot.hand or slot.report.open_branches
+                            for slot in self.slots))
+
+    # -- snapshots and recovery ----------------------------------------------------------
+    def _state_size(self) -> int:
+        """Open branches and link records held by the workers and the coordinator."""
+        held = self.engine.open_count() + self.engine.link_records
+        return held + sum(slot.report.open_branches + slot.report.link_records for slot in self.slots)
+
+    def _take_snapshot(self) -> Snapshot:
+        """A consistent cut (after the running steps end): every worker's state, the
+        batches in flight, the coordinator's own share (its open branches, those dealt
+        out and not yet taken, and with the table here the link records)."""
+        start = time.perf_counter()
+        self._drain()
+        own = self.engine.export()
+        own.branches += [branch for slot in self.slots for branch in slot.hand]
+        return self.snapshots.take(self.slots, own, self.engine.g_min, self.iterations, self.trace, self.totals,
+                                   self._state_size(), start, self.elapsed)
+
+    def _recover(self) -> None:
+        """A worker died: replace every dead worker and roll all of them back to the
+        latest snapshot (the dealt branches are back in the coordinator's share)."""
+        snap = self.snapshots.latest
+        if snap is None:
+            raise RuntimeError("a worker died and no snapshot was taken (snapshots are off), so the search "
+                               "cannot go on exactly")
+        alive = []
+        for actor in self.actors:
+            try:
+                ray.get(actor.pid.remote(), timeout=30)
+                alive.append(actor)
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                ray.kill(actor, no_restart=True)
+                alive.append(self._spawn())
+        self.actors = alive
+        self._build(pickle.loads(snap.own), snap.g_min, snap.iterations, snap.trace,
+                    replace(snap.totals, recoveries=snap.totals.recoveries + 1), list(snap.reports), snap.inbox,
+                    snap.unheard)
+        ray.get([slot.actor.restore.remote(state) for slot, state in zip(self.slots, snap.workers)])
+        if self.stop == StopReason.FINISHED:  # a snapshot is never of a finished search: it goes on
+            self.stop = None
+
+    def cut(self) -> Cut:
+        """A fresh consistent cut for a checkpoint: the snapshot's parts (Ray references
+        to each worker's state and to the batches in flight) and the counters."""
+        try:
+            snap = self._take_snapshot()
+        except ray.exceptions.RayActorError:  # a worker died: recover, then cut again
+            self._recover()
+            snap = self._take_snapshot()
+        return Cut(workers=list(snap.workers), inbox=[ref for refs in snap.inbox for ref in refs], own=snap.own,
+                   iterations=self.iterations, elapsed=self.elapsed(), g_min=self.engine.g_min,
+                   trace=list(self.trace), next_owner=self.owners)
 
     # -- reports --------------------------------------------------------------------
     def least_bound(self) -> float:
         """The least bound of every open branch as last reported (progress figures); the
         root's bound for a worker that holds branches and has reported none yet."""
-        bounds = [s.least_bound if s.least_bound is not None else self.root_bound
-                  for s in self.stats if s.least_bound is not None or s.open_branches]
-        bounds += [b.bound for hand in self.hands for b in hand]
-        return min([*bounds, self.explorer.least_bound(), self.explorer.g_min])
+        bounds = [s.report.least_bound if s.report.least_bound is not None else self.root_bound
+                  for s in self.slots if s.report.least_bound is not None or s.report.open_branches]
+        bounds += [b.bound for slot in self.slots for b in slot.hand]
+        return min([*bounds, self.engine.least_bound(), self.engine.g_min])
 
     def exact_least_bound(self) -> float:
         """The least bound over every open branch in every worker and every batch in flight."""
         self._drain()
-        bounds = ray.get([w.open_bound.remote() for w in self.workers])
-        bounds += [b.bound for hand in self.hands for b in hand]
-        for ref in (ref for refs in self.inbox for ref in refs):
+        bounds = ray.get([slot.actor.open_bound.remote() for slot in self.slots])
+        bounds += [b.bound for slot in self.slots for b in slot.hand]
+        for ref in (ref for slot in self.slots for ref in slot.inbox):
             batch = ray.get(ref) if isinstance(ref, ray.ObjectRef) else ref
             bounds += [branch.bound for _, branch in unpacked(batch)]
-        return min([*bounds, self.explorer.least_bound(), self.explorer.g_min])
+        return min([*bounds, self.engine.least_bound(), self.engine.g_min])
 
-    def progress(self) -> dict[str, Any]:
+    def progress(self) -> Progress:
+        """Where the search stands (its lower bound as last reported by the workers)."""
         elapsed = self.elapsed()
-        return {
-            "done": self.stop is not None, "iterations": self.iterations, "best": self.explorer.g_min,
-            "lower_bound": self.least_bound(),
-            "open": sum(s.open_branches for s in self.stats) + sum(map(len, self.hands)) + self.explorer.open_count(),
-            "records": sum(s.link_records for s in self.stats)
-            + (len(self.explorer.shard.entries) if self.explorer.shard is not None else 0),
-            "workers": len(self.workers), "elapsed": elapsed,
-            "rate": self.iterations / elapsed if elapsed > 0 else 0.0, "memory_mb": self.watch.peak_memory_mb,
-            "trace": list(self.trace),
-        }
+        return Progress(
+            iterations=self.iterations, best_cost=self.engine.g_min, lower_bound=self.least_bound(),
+            open_branches=sum(slot.holding() for slot in self.slots) + self.engine.open_count(),
+            elapsed_seconds=elapsed, rate=self.iterations / elapsed if elapsed > 0 else 0.0,
+            peak_memory_mb=self.watch.peak_memory_mb,
+            link_records=sum(slot.report.link_records for slot in self.slots) + self.engine.link_records,
+            workers=self.size)
 
-    def finish(self) -> dict[str, Any] | None:
+    def finish(self) -> Results | None:
         """The search's results: the final link entry, with every history it reaches
         gathered here (so that :meth:`lookup` needs no worker afterwards). None when a
         worker was lost after the proof (here, or in a :meth:`lookup` since): every
@@ -221,29 +414,31 @@ class Coordinator(WorkerSteps, Snapshots):
                 self._recover()
         return None
 
-    def _results(self) -> dict[str, Any]:
+    def _results(self) -> Results:
         self._settle_arrivals()
         if self.sharded:
-            finals = [e for e in ray.get([w.final_entry.remote() for w in self.workers]) if e is not None]
-            records = sum(ray.get([w.link_records.remote() for w in self.workers]))
+            finals = [e for e in ray.get([slot.actor.final_entry.remote() for slot in self.slots]) if e is not None]
+            records = sum(ray.get([slot.actor.link_records.remote() for slot in self.slots]))
         else:
-            found = self.explorer.shard.entries.get(self.explorer.final_key)
+            found = self.engine.final_entry()
             finals = [found] if found is not None else []
-            records = len(self.explorer.shard.entries)
+            records = self.engine.link_records
         self.histories = gather_histories([(f.record,) for f in finals], self._lookup)
-        busy = [s.busy for s in self.stats]
-        return {
-            "worker_cpu": [s.cpu for s in self.stats], "coordinator_cpu": time.process_time() - self.cpu,
-            "stop": self.stop, "iterations": self.iterations, "trace": list(self.trace),
-            "final": finals[0] if finals else None,
-            "lower_bound": self.explorer.g_min if self.stop == StopReason.FINISHED else self.exact_least_bound(),
-            "memory_mb": self.watch.peak_memory_mb, "coordinator_memory_mb": self.coordinator_memory,
-            "link_records": records,
-            "elapsed": self.elapsed(), "worker_busy": busy, "workers": self.size,
-            "link_table": self.settings["link_table"], **self.totals,
-        }
+        totals = self.totals
+        statistics = Statistics(
+            workers=self.size, link_table=self.options.link_table, steps=totals.steps, elapsed=self.elapsed(),
+            worker_busy=[slot.report.busy for slot in self.slots], worker_cpu=[slot.report.cpu for slot in self.slots],
+            coordinator_busy=totals.coordinator_busy, coordinator_cpu=time.process_time() - self.cpu,
+            coordinator_memory_mb=self.coordinator_memory, sent=totals.sent, received=totals.received,
+            bytes=totals.bytes, snapshots=totals.snapshots, snapshot_seconds=totals.snapshot_seconds,
+            recoveries=totals.recoveries)
+        return Results(
+            stop=self.stop, iterations=self.iterations, trace=list(self.trace),
+            final=finals[0] if finals else None,
+            lower_bound=self.engine.g_min if self.stop == StopReason.FINISHED else self.exact_least_bound(),
+            peak_memory_mb=self.watch.peak_memory_mb, link_records=records, statistics=statistics)
 
-    def lookup(self, records: set[int]) -> dict[int, bytes]:
+    def lookup(self, records: set[int]) -> dict[int, Histories]:
         """Histories of ``records``: those :meth:`finish` gathered, the rest from every shard.
         If a worker has died, the search is recovered first, and the records made since
         the snapshot are missing from the answer (lost with the worker)."""
@@ -257,17 +452,17 @@ class Coordinator(WorkerSteps, Snapshots):
                 found.update(self._lookup(rest))
         return found
 
-    def paths(self, trails: list[tuple]) -> dict[int, bytes]:
+    def paths(self, trails: list[tuple]) -> dict[int, Histories]:
         """The first history of every record on the paths that ``trails`` followed,
         fetched for all of them at once (see :func:`histories.gather_histories`).
         Improvements' mappings are rebuilt from this in one call while the search runs,
         instead of a call per record that leaves the workers without steps meanwhile."""
         return gather_histories(trails, self.lookup, first=True)
 
-    def _lookup(self, records: set[int]) -> dict[int, bytes]:
-        found = self.explorer.shard.lookup(records) if self.explorer.shard is not None else {}
+    def _lookup(self, records: set[int]) -> dict[int, Histories]:
+        found = self.engine.lookup(records)
         # answered between the expansions of a running step, not after the steps queued there
-        calls = [w.lookup.options(concurrency_group=LOOKUPS).remote(records) for w in self.workers]
+        calls = [slot.actor.lookup.options(concurrency_group=LOOKUPS).remote(records) for slot in self.slots]
         for part in ray.get(calls):
             found.update(part)
         return found

@@ -1,21 +1,61 @@
-"""The messages of the distributed search (see :mod:`dcmap_dist.run.ray.driver`): between
-the coordinator and a worker, the order that comes with each step, the report a step
-returns and a worker's share of a snapshot; the coordinator's snapshots, and the cut it
-gives the driver for a checkpoint. The batches of completions that travel beside the
-steps are :func:`worker.packed`."""
+"""The records of the distributed search (see :mod:`dcmap_dist.run.ray.driver`): how it
+runs (:class:`RayOptions`) and what it searches (:class:`SearchSpec`); between the
+coordinator and a worker, the order that comes with each step, the report a step
+returns and a worker's share of a snapshot; the coordinator's snapshots, its counters,
+what a turn reports to the driver, the cut it gives for a checkpoint, and the results
+of a finished search. The batches of completions that travel beside the steps are
+:mod:`.batches`. Every record is built with keywords."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...cost.base import CostModel
 from ...limits import Limits, StepEnd, StopReason
-from ...search.linking import Improvement
+from ...model.network import Network
+from ...progress import Progress
 from ...search.branch import Branch
-from ...search.state import SearchState
+from ...search.linking import Entry
+from ...search.problem import Problem
+from ...search.state import Improvement, SearchState
+
+__all__ = ["Cut", "RayOptions", "Results", "SearchSpec", "Snapshot", "Statistics", "StepOrder", "StepReport",
+           "Totals", "TurnReport", "WorkerSnapshot"]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, kw_only=True)
+class RayOptions:
+    """How a distributed search runs: on ``workers`` Ray worker actors, attached to the
+    Ray at ``address`` (None: a private one), its link table ``sharded`` over the workers
+    or on the ``coordinator``, a snapshot for recovering a lost worker at least every
+    ``snapshot_every`` seconds (None: none)."""
+
+    workers: int
+    link_table: str = "sharded"
+    snapshot_every: float | None = 30.0
+    address: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchSpec:
+    """What a worker needs to rebuild the problem and its engine: plain, picklable data."""
+
+    network: Network  # the connected component searched
+    graph: Network  # the whole network (cost contexts see it)
+    model: CostModel
+    scheme: str
+    link_key: str  # lean or full
+    use_bound: bool
+    alpha: float
+    seed: int
+
+    def problem(self) -> Problem:
+        return Problem(self.network, self.model, self.scheme, graph=self.graph, link_key=self.link_key,
+                       use_bound=self.use_bound)
+
+
+@dataclass(slots=True, kw_only=True)
 class StepOrder:
     """What a worker is told with its next step."""
 
@@ -32,10 +72,10 @@ class StepOrder:
     bound: bool  # report the least bound over its open branches (a scan: now and then)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class StepReport:
     """What a worker's step returns (before its outgoing batches); also the coordinator's
-    picture of a worker before its first step (:meth:`before_first_step`)."""
+    picture of a worker before its first step (the defaults, with its open branches)."""
 
     stop: StopReason | StepEnd | None = None  # why the step ended
     iterations: int = 0  # the worker's own count
@@ -53,25 +93,35 @@ class StepReport:
     cpu: float = 0.0  # CPU seconds of the worker's process since the search began
     memory_mb: float = 0.0  # peak during the step
 
-    @classmethod
-    def before_first_step(cls, open_branches: int = 0) -> StepReport:
-        return cls(open_branches=open_branches)
 
-
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class WorkerSnapshot:
     """A worker's share of a consistent cut: its part of the search's state (the one
-    state type of checkpoints and resume: :meth:`Explorer.export`, :meth:`Explorer.load`)
-    and what a worker rolled back to it needs to go on as it did."""
+    state type of checkpoints and resume: ``Engine.export``, ``Engine.load``) and what a
+    worker rolled back to it needs to go on as it did."""
 
     state: SearchState
     iterations: int  # the worker's own count
     g_min: float
-    rng: tuple  # its random generator's state (the alpha activations)
+    random_state: tuple  # its random generator's (the alpha activations)
     busy: float
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
+class Totals:
+    """The coordinator's running counters of a search."""
+
+    steps: int = 0
+    received: int = 0  # completions taken in by the workers
+    sent: int = 0  # completions sent
+    bytes: int = 0  # of the batches sent
+    coordinator_busy: float = 0.0  # seconds the coordinator spent starting and taking in steps
+    snapshots: int = 0
+    snapshot_seconds: float = 0.0
+    recoveries: int = 0  # lost workers replaced
+
+
+@dataclass(slots=True, kw_only=True)
 class Snapshot:
     """A consistent cut of a distributed search, kept by the coordinator: every worker
     is rolled back to it when one is lost (:mod:`.snapshots`)."""
@@ -83,11 +133,21 @@ class Snapshot:
     g_min: float
     iterations: int
     trace: list[Improvement]
-    stats: list[StepReport]  # each worker's last step
-    totals: dict[str, Any]  # the coordinator's counters
+    reports: list[StepReport]  # each worker's last step
+    totals: Totals
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, kw_only=True)
+class TurnReport:
+    """What the coordinator tells the driver after a turn: whether the search has
+    stopped, its progress, and every improvement so far (the driver announces the new)."""
+
+    done: bool
+    progress: Progress
+    trace: list[Improvement]
+
+
+@dataclass(slots=True, kw_only=True)
 class Cut:
     """What the driver writes a checkpoint of a distributed search from: a fresh
     snapshot's parts (fetched one at a time as they are written) and the counters."""
@@ -100,3 +160,41 @@ class Cut:
     g_min: float
     trace: list[Improvement]
     next_owner: int  # the next owner number of a link shard
+
+
+@dataclass(frozen=True, kw_only=True)
+class Statistics:
+    """How a distributed search ran: a result's ``components[k]["distributed"]``."""
+
+    workers: int
+    link_table: str
+    steps: int
+    elapsed: float  # seconds of search, those before a resumption included
+    worker_busy: list[float]  # each worker's seconds in steps
+    worker_cpu: list[float]  # each worker's CPU seconds
+    coordinator_busy: float
+    coordinator_cpu: float
+    coordinator_memory_mb: float  # the coordinator's own peak
+    sent: int
+    received: int
+    bytes: int
+    snapshots: int
+    snapshot_seconds: float
+    recoveries: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Results:
+    """A stopped distributed search's results, as the coordinator hands them to the driver."""
+
+    stop: StopReason
+    iterations: int
+    trace: list[Improvement]
+    final: Entry | None  # the link table's entry of the complete mappings
+    lower_bound: float  # no mapping costs less
+    peak_memory_mb: float  # of every process together
+    link_records: int
+    statistics: Statistics

@@ -7,8 +7,12 @@ import shutil
 import sys
 from typing import Any
 
+from ..progress import Progress
 
-class Progress:
+__all__ = ["ProgressDisplay"]
+
+
+class ProgressDisplay:
     """Live progress on stderr: a rewritten line on a terminal, a line every 10 s otherwise."""
 
     def __init__(self, enabled: bool) -> None:
@@ -22,16 +26,15 @@ class Progress:
             self._clear()
             print(f"improved: cost {cost:.1f} at iteration {iteration} ({seconds:.1f} s)", file=sys.stderr)
 
-    def update(self, stats: dict[str, Any]) -> None:
+    def update(self, progress: Progress) -> None:
         self.calls += 1
         if not self.enabled or (not self.tty and self.calls % 10):
             return
-        best, lower = stats["best"], stats.get("lower_bound", math.nan)
-        gap = (best - lower) / best if best > 0 and math.isfinite(best) and math.isfinite(lower) else math.nan
-        workers = f"  {stats['workers']} workers" if "workers" in stats else ""
-        line = (f"iterations {stats['iterations']:>10}  best {best:.1f}  bound {lower:.1f}  gap {100 * gap:.2f}%  "
-                f"open {stats['open']:>8}{workers}  {stats['rate']:.0f} it/s  {stats['elapsed']:.0f} s  "
-                f"{stats['memory_mb']:.0f} MiB")
+        lower = math.nan if progress.lower_bound is None else progress.lower_bound
+        workers = f"  {progress.workers} workers" if progress.workers > 1 else ""
+        line = (f"iterations {progress.iterations:>10}  best {progress.best_cost:.1f}  bound {lower:.1f}  "
+                f"gap {100 * progress.gap:.2f}%  open {progress.open_branches:>8}{workers}  {progress.rate:.0f} it/s  "
+                f"{progress.elapsed_seconds:.0f} s  {progress.peak_memory_mb:.0f} MiB")
         if self.tty:  # one terminal line, rewritten in place: cut to the width, rest cleared
             width = shutil.get_terminal_size().columns
             print("\r\033[K" + line[: width - 1], end="", file=sys.stderr, flush=True)

@@ -1,0 +1,158 @@
+"""The Ray a distributed search runs on: attaching to it (a private Ray on this machine, the
+running cluster, or one at ``HOST:PORT``, each checked first so that a typo costs seconds),
+stopping the one it started, the pool of actors reused across the searches of a session,
+and shipping a user's cost model to the workers by value."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import ray
+import ray.cloudpickle
+
+from ...cost.base import CostModel
+from .coordinator import Coordinator
+
+__all__ = ["REACH_SECONDS", "check_workers", "connect", "disconnect", "forget_pool", "pooled_coordinator",
+           "ship_by_value"]
+
+REACH_SECONDS = 5.0  # how long an --address HOST:PORT has to answer
+
+_pool: dict[tuple[int, float], Any] = {}  # the live coordinator (one at a time), by its size
+
+
+def pooled_coordinator(workers: int) -> Any:
+    """A coordinator with ``workers`` live workers, reused across the searches of one Ray
+    session. Only one pool lives at a time: another size replaces it (its workers
+    die with their coordinator), so pools never wait on each other's CPUs."""
+    total = ray.cluster_resources().get("CPU", 1.0)
+    cpus = min(1.0, total / (workers + 1))
+    key = (workers, cpus)
+    handle = _pool.get(key)
+    if handle is not None:
+        return handle
+    for old in _pool.values():
+        ray.kill(old)
+    _pool.clear()
+    handle = _pool[key] = ray.remote(Coordinator).options(num_cpus=0, enable_task_events=False).remote(workers, cpus)
+    return handle
+
+
+def connect(address: str | None, workers: int) -> bool:
+    """Attach to Ray (``auto``, ``local`` or ``HOST:PORT``; None: ``local``, a private
+    Ray on this machine); true if this call started it. An attached Ray is used as is.
+
+    Checked first, so that a typo costs seconds, not the machine: ``workers`` must not
+    exceed the CPUs that Ray offers (this machine's, for a private Ray), and a
+    ``HOST:PORT`` must answer. A private Ray starts lean (no dashboard), and its
+    processes in a process group of their own (:func:`_own_process_group`)."""
+    if ray.is_initialized():
+        check_workers(workers, ray.cluster_resources().get("CPU", 0), "this Ray")
+        return False
+    address = address or "local"
+    if address == "local":
+        check_workers(workers, len(os.sched_getaffinity(0)), "this machine")
+    elif address != "auto":
+        _check_reachable(address)
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():  # Ray replaces SIGTERM's handler
+        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        # a private Ray offers as many CPUs as there are workers: Ray starts no idle
+        # worker processes for the machine's other cores
+        cpus = {"num_cpus": workers} if address == "local" else {}
+        with _own_process_group():
+            ray.init(address=address, include_dashboard=False, logging_level="ERROR",
+                     log_to_driver=False, configure_logging=False, **cpus)
+    except ConnectionError as exc:
+        raise ValueError(f"--address {address}: no Ray cluster answers there ({exc})") from None
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if address != "local":
+        try:
+            check_workers(workers, ray.cluster_resources().get("CPU", 0), f"the Ray cluster at {address}")
+        except ValueError:
+            ray.shutdown()
+            raise
+    return True
+
+
+def check_workers(workers: int, cpus: float, where: str) -> None:
+    """A ValueError unless ``workers`` fit the ``cpus`` of ``where``: each worker is a
+    process that searches full time, so more workers than CPUs only share them (and a
+    typo such as 10000 would start thousands of processes)."""
+    if workers > cpus:
+        raise ValueError(f"--workers {workers}: {where} offers {cpus:g} CPUs; give at most {int(cpus)} workers")
+
+
+def _check_reachable(address: str) -> None:
+    """A ValueError within seconds when nothing listens at ``HOST:PORT`` (Ray itself
+    would retry for minutes)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"--address {address}: expected auto, local or HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_SECONDS).close()
+    except OSError as exc:
+        raise ValueError(f"--address {address}: no Ray cluster answers there ({exc.strerror or exc})") from None
+
+
+@contextlib.contextmanager
+def _own_process_group() -> Iterator[None]:
+    """The processes of a Ray started inside (its head, and the workers its raylet
+    starts) get a process group of their own: a signal to the user's process group
+    (Ctrl-C, ``timeout``, a batch system's SIGTERM) reaches this driver, which stops
+    the search, writes its checkpoint and result, and then stops Ray; before, Ray's
+    processes died with the driver's and took the search's state with them. They still
+    die with the driver if it is killed (Ray ties them to their parent)."""
+    services = ray._private.services
+    original = getattr(services, "ConsolePopen", None)
+    if original is None:  # another Ray layout: its processes share our group
+        yield
+        return
+
+    class OwnGroup(original):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("process_group", 0)
+            super().__init__(*args, **kwargs)
+
+    services.ConsolePopen = OwnGroup
+    try:
+        yield
+    finally:
+        services.ConsolePopen = original
+
+
+def disconnect() -> None:
+    """Stop the Ray that :func:`connect` started, with every actor of the cached pools."""
+    forget_pool()
+    ray.shutdown()
+
+
+def forget_pool() -> None:
+    """Drop the pooled coordinator (it died, or Ray is stopping): the next search makes a new one."""
+    _pool.clear()
+
+
+def ship_by_value(model: CostModel) -> None:
+    """Let workers unpickle a user cost defined outside an installed package (a module
+    in the working directory, a test file) by sending its module's code along."""
+    seen: list[Any] = [model]
+    while seen:
+        target = seen.pop()
+        seen += [getattr(target, name) for name in ("model", "function") if hasattr(target, name)]
+        owner = target if isinstance(target, type) or callable(target) and hasattr(target, "__code__") else type(target)
+        module = sys.modules.get(getattr(owner, "__module__", "") or "")
+        if module is None or module.__name__ in ("__main__", "builtins") or module.__name__.startswith("dcmap_dist"):
+            continue
+        path = getattr(module, "__file__", "") or ""
+        if path and "site-packages" not in path and "dist-packages" not in path:
+            ray.cloudpickle.register_pickle_by_value(module)

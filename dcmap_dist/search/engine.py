@@ -1,0 +1,129 @@
+"""The engine's boundary: :class:`Engine`, all that the drivers (:mod:`dcmap_dist.run`), the
+checkpoints and :func:`~dcmap_dist.solve.solve` may use of the search engine that expands
+one actor's branches. :class:`~dcmap_dist.search.explorer.Explorer` is the Python engine,
+the reference; another engine replaces it by answering the same calls with the same
+results. Nothing outside :mod:`dcmap_dist.search` assigns an engine's attributes
+(``tests/test_layers.py`` holds that).
+
+The data that crosses the boundary is plain: :class:`~dcmap_dist.search.branch.Branch`
+records, link keys (tuples of ints and the cost model's messages),
+:class:`~dcmap_dist.search.state.SearchState` for a whole share of the search,
+:class:`~dcmap_dist.search.state.Improvement` records, link record ids (ints) and
+histories (bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from ..limits import StepEnd, StopReason, Stopwatch
+from .branch import Branch
+from .explorer import Explorer
+from .histories import Histories
+from .linking import Entry
+from .problem import Problem
+from .state import Improvement, SearchState
+
+__all__ = ["Arrival", "Engine", "new_engine"]
+
+Arrival = tuple[tuple, Branch]  # a completion sent to the owner of its key: (link key, branch)
+
+
+class Engine(Protocol):
+    """One actor's share of a DCMAP search (all of it when serial): its open branches
+    and, when it owns one, its shard of the link table."""
+
+    # -- counters
+    @property
+    def iterations(self) -> int:
+        """Expansions made here (with those before a :meth:`restore`)."""
+
+    @property
+    def g_min(self) -> float:
+        """The cost of the best complete mapping known here (inf: none)."""
+
+    @property
+    def link_records(self) -> int:
+        """Keys in this engine's shard of the link table (0 without one)."""
+
+    # -- beginning, resuming, what other actors tell
+    def start(self, first: Branch, watch: Stopwatch) -> None:
+        """Begin a search at its root, the complete mapping ``first`` bounding it."""
+
+    def restore(self, state: SearchState, iterations: int = 0, g_min: float = float("inf"),
+                random_state: tuple | None = None, seconds: float = 0.0) -> None:
+        """Go on from where a search stood: its counters, then its ``state``."""
+
+    def hear(self, g_min: float, dominated: Iterable[int] = ()) -> None:
+        """A ``G_min`` found elsewhere, records dominated elsewhere."""
+
+    def place(self, iterations: int, seconds: float, watch: Stopwatch | None = None) -> None:
+        """Stamp what is found from now on as the search's ``iterations`` and ``seconds``
+        plus this engine's own count and ``watch``'s time."""
+
+    def random_state(self) -> tuple:
+        """The random generator's state, for :meth:`restore`."""
+
+    # -- the search
+    def step(self, watch: Stopwatch, until: float | None = None,
+             max_iterations: int | None = None) -> StopReason | StepEnd:
+        """Expand branches until none is open (``idle``), the clock passes ``until``
+        (``budget``), the own count reaches ``max_iterations``, or a limit of ``watch``
+        is reached (its name)."""
+
+    def collector_paused(self) -> AbstractContextManager[None]:
+        """A context in which many branches can be taken in cheaply (the Python engine
+        pauses the cycle collector)."""
+
+    def offer(self, key: tuple, branch: Branch) -> Branch | None:
+        """Settle ``branch`` at ``key`` in this engine's shard; the branch, linked, if it goes on."""
+
+    def receive(self, arrivals: list[Arrival]) -> None:
+        """Settle completions sent by other actors; keep the survivors."""
+
+    def adopt(self, branches: list[Branch]) -> None:
+        """Take over open branches."""
+
+    def load(self, state: SearchState) -> None:
+        """Take over a share of the search: link records, dominated records, open
+        branches, then completions in flight, settled against those records."""
+
+    def export(self) -> SearchState:
+        """This engine's share of the search as plain data (what :meth:`load` takes)."""
+
+    # -- what it hands out
+    def take_outbox(self) -> dict[int, list[Arrival]]:
+        """Completions for other actors, by owner; emptied."""
+
+    def take_improvements(self) -> list[Improvement]:
+        """Improvements found since the last call."""
+
+    def take_notices(self) -> list[int]:
+        """Records this shard dominated since the last call (with ``notify``)."""
+
+    def take_open(self) -> list[Branch]:
+        """Every queued branch still worth expanding, cheapest first, taken out."""
+
+    def least_bound(self) -> float:
+        """The least bound over every branch held here (inf: none)."""
+
+    def open_count(self) -> int:
+        """Open branches held here, not counting the outbox."""
+
+    def open_branches(self) -> list[Branch]:
+        """Every open branch held here, without removing them."""
+
+    def final_entry(self) -> Entry | None:
+        """The link table's entry of the complete mappings, if this shard holds it."""
+
+    def lookup(self, records: Iterable[int]) -> dict[int, Histories]:
+        """The histories of those of ``records`` that this shard holds."""
+
+
+def new_engine(problem: Problem, alpha: float = 0.6, seed: int = 0, owner: int | None = None,
+               shard_index: int = 0, shards: int = 1, notify: bool = False) -> Engine:
+    """The engine of one actor's share of a search of ``problem`` (the arguments are
+    :class:`~dcmap_dist.search.explorer.Explorer`'s): the one place the drivers make an engine."""
+    return Explorer(problem, alpha, seed, owner, shard_index, shards, notify)

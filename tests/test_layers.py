@@ -1,0 +1,177 @@
+"""The package's layers hold: every import of ``dcmap_dist`` runs down a floor, never up
+nor sideways (docs/layout.md), and nothing outside ``search/`` assigns an attribute of the
+search engine (its boundary is :class:`dcmap_dist.search.engine.Engine`). Both read the
+code with :mod:`ast`; neither runs it."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "dcmap_dist"
+
+# the floors of the package, from the ground up: a room (a sub-package or a top-level
+# module) imports only rooms of lower floors (docs/layout.md)
+FLOORS = [
+    {"_version", "compiled", "progress"},
+    {"limits", "model"},
+    {"settings", "io", "cost"},
+    {"search", "result", "study"},
+    {"run", "checkpoint", "anytime", "viz"},
+    {"combine"},
+    {"solve"},
+    {"cli"},
+    {"__main__", "__init__"},
+]
+FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def room(module: str) -> str:
+    """The room of a module of the package: its sub-package, or the top-level module itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imports(path: Path) -> Iterator[str]:
+    """The modules of the package that ``path`` imports (relative imports resolved)."""
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            if target.split(".")[0] == "dcmap_dist":
+                yield target
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.split(".")[0] == "dcmap_dist")
+
+
+def arrows(paths: Iterable[Path]) -> set[tuple[str, str, str]]:
+    """``(file, from room, to room)`` for every import between two rooms."""
+    found = set()
+    for path in paths:
+        here = room(module_name(path))
+        for target in imports(path):
+            there = room(target)
+            if there != here:
+                found.add((str(path.relative_to(ROOT)), here, there))
+    return found
+
+
+def wrong_arrows(found: Iterable[tuple[str, str, str]]) -> list[str]:
+    """The arrows that do not run down a floor, and rooms missing from :data:`FLOORS`."""
+    wrong = []
+    for path, here, there in sorted(found):
+        if here not in FLOOR or there not in FLOOR:
+            wrong.append(f"{path}: room {here if here not in FLOOR else there} has no floor in FLOORS")
+        elif FLOOR[there] >= FLOOR[here]:
+            wrong.append(f"{path}: {here} (floor {FLOOR[here]}) imports {there} (floor {FLOOR[there]})")
+    return wrong
+
+
+def test_every_import_runs_down_a_floor():
+    assert wrong_arrows(arrows(PACKAGE.rglob("*.py"))) == []
+
+
+def test_an_arrow_up_or_sideways_is_found(tmp_path):
+    assert wrong_arrows({("dcmap_dist/search/x.py", "search", "run")}) == [
+        "dcmap_dist/search/x.py: search (floor 3) imports run (floor 4)"]
+    assert wrong_arrows({("dcmap_dist/model/x.py", "model", "limits")})  # the same floor
+    assert wrong_arrows({("dcmap_dist/new.py", "new", "model")})  # a room nobody placed
+
+
+# -- the engine's boundary ----------------------------------------------------------------------
+def engine_attributes() -> set[str]:
+    """The attributes of the Python engine: what its methods assign on ``self``, and its properties."""
+    tree = ast.parse((PACKAGE / "search" / "explorer.py").read_text())
+    engine = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Explorer")
+    names = set()
+    for node in ast.walk(engine):
+        for target in assigned(node):
+            if isinstance(target.value, ast.Name) and target.value.id == "self":
+                names.add(target.attr)
+        if isinstance(node, ast.FunctionDef) and any(
+                isinstance(d, ast.Name) and d.id == "property" for d in node.decorator_list):
+            names.add(node.name)
+    return names
+
+
+def assigned(node: ast.AST) -> list[ast.Attribute]:
+    """The attributes a statement assigns (``x.a = ...``, ``x.a += ...``, ``x.a: T = ...``)."""
+    if isinstance(node, ast.Assign):
+        targets = [t for target in node.targets for t in ast.walk(target)]
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    else:
+        return []
+    return [t for t in targets if isinstance(t, ast.Attribute)]
+
+
+def engine_assignments(source: str, attributes: set[str]) -> list[str]:
+    """Where ``source`` assigns one of ``attributes`` on anything but ``self``, or calls setattr."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        for target in assigned(node):
+            if target.attr in attributes and not (isinstance(target.value, ast.Name) and target.value.id == "self"):
+                found.append(f"line {node.lineno}: {ast.unparse(target)}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_code_outside_search_assigns_an_engine_attribute():
+    attributes = engine_attributes()
+    assert {"g_min", "iterations", "active", "shard", "dominated", "watch"} <= attributes
+    paths = [p for p in PACKAGE.rglob("*.py") if "search" not in p.relative_to(PACKAGE).parts[:1]]
+    paths += list((ROOT / "scripts").glob("*.py"))
+    found = [f"{path.relative_to(ROOT)}: {where}" for path in paths
+             for where in engine_assignments(path.read_text(), attributes)]
+    assert found == []
+
+
+def test_an_assignment_to_an_engine_attribute_is_found():
+    attributes = engine_attributes()
+    source = "def f(worker):\n    worker.engine.g_min = 3.0\n    self.g_min = 1.0\n    e.iterations += 1\n"
+    assert engine_assignments(source, attributes) == ["line 2: worker.engine.g_min", "line 4: e.iterations"]
+
+
+# -- declared faces -----------------------------------------------------------------------------
+def test_every_module_declares_its_face():
+    """Every module but a package's ``__init__``, ``__main__`` and ``_version`` lists its
+    public names in ``__all__``, and each of them is defined there."""
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name in ("__init__.py", "__main__.py", "_version.py"):
+            continue
+        tree = ast.parse(path.read_text())
+        declared = next((node for node in tree.body if isinstance(node, ast.Assign)
+                         and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)), None)
+        if declared is None:
+            missing.append(f"{path.relative_to(ROOT)}: no __all__")
+            continue
+        defined = {name for node in tree.body for name in defined_names(node)}
+        missing += [f"{path.relative_to(ROOT)}: {name} in __all__ is not defined"
+                    for name in ast.literal_eval(declared.value) if name not in defined]
+    assert missing == []
+
+
+def defined_names(node: ast.stmt) -> list[str]:
+    """The names a top-level statement defines (or imports)."""
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.Assign):
+        return [n.id for target in node.targets for n in ast.walk(target) if isinstance(n, ast.Name)]
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return [node.target.id]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+    return []

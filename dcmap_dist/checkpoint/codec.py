@@ -157,15 +157,15 @@ class Layers:
         return self.items[self.at[i]:self.at[i + 1]]
 
 
-def batch_keys(batch: pa.RecordBatch, kind: str, message: Callable[[int], Hashable],
+def batch_keys(batch: pa.RecordBatch, link_key: str, message: Callable[[int], Hashable],
                masks: Masks | None = None) -> list[tuple]:
-    """The link keys of kind ``lean`` or ``full`` of a batch of the ``links`` table, as
+    """The link keys (``link_key``: ``lean`` or ``full``) of a batch of the ``links`` table, as
     :func:`~dcmap_dist.checkpoint.write.link_batch` writes them (``message`` looks an id
     up); ValueError if a row does not hold a key of that kind."""
     masks = Masks() if masks is None else masks
     try:
         layers, assigned = (batch.column(name).to_pylist() for name in ("layer", "assigned"))
-        if kind == "lean":
+        if link_key == "lean":
             return _lean_keys(batch, layers, assigned, message, masks)
         comps, cls = Comps(batch.column("comps"), masks), Layers(batch.column("cls"), masks, message, "cls")
         keys = []
@@ -177,7 +177,7 @@ def batch_keys(batch: pa.RecordBatch, kind: str, message: Callable[[int], Hashab
             keys.append((head, members, tuple(cls.row(i))))
         return keys
     except (TypeError, KeyError) as exc:
-        raise ValueError(f"not a {kind} link key ({type(exc).__name__}: {exc})") from None
+        raise ValueError(f"not a {link_key} link key ({type(exc).__name__}: {exc})") from None
 
 
 def _lean_keys(batch: pa.RecordBatch, layers: list, assigned: list, message: Callable[[int], Hashable],

@@ -160,7 +160,7 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
         codes = MessageCodes(network_from_dict(meta["network"], "network"), True)
         messages = {number: codes.held(value) for number, value in messages.items()}
     found = Generation(folder, meta)
-    kind = meta["link_key"]
+    link_key = meta["link_key"]
     last = meta["component"]
 
     def state(component: int, table: str) -> SearchState:
@@ -191,7 +191,7 @@ def _decoded(folder: Path, meta: dict[str, Any], tables: dict[str, pa.Table], tr
     for batch in tables["links"].to_batches(BATCH_ROWS):
         _check_component(batch.column("component"), last, "links.arrow: a record")
         entries = state(last, "links").entries
-        for key, best, record in zip(batch_keys(batch, kind, messages.__getitem__, masks),
+        for key, best, record in zip(batch_keys(batch, link_key, messages.__getitem__, masks),
                                      batch.column("best").to_pylist(), batch.column("record").to_pylist()):
             entries[key] = Entry(best, record)
     for batch in tables["histories"].to_batches(BATCH_ROWS):  # in each record's order: added as they come

@@ -167,7 +167,7 @@ class Checkpointer:
             "cost_model": model_description(model),
             "cost_spec": cost_spec(model), **{name: getattr(settings, name) for name in SETTINGS},
         }
-        self.kind = settings.link_key
+        self.link_key = settings.link_key
         self.messages = MessageCodes(network, node_set_messages(model))  # what the search holds: codes
         self.finished: list[dict[str, Any]] = []
         self.finished_histories: list[dict[int, bytes]] = []
@@ -202,7 +202,7 @@ class Checkpointer:
         def part_batches(part: SearchState) -> Batches:
             nonlocal size
             size += write_size(len(part.branches) + len(part.arrivals), len(part.entries))
-            return state_batches(self.component, part, self.kind, messages)
+            return state_batches(self.component, part, self.link_key, messages)
 
         batches = itertools.chain(
             (batch for k, histories in enumerate(self.finished_histories) for batch in history_batches(k, histories)),

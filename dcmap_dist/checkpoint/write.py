@@ -170,8 +170,9 @@ def _set_bits(mask: int) -> np.ndarray:
     return np.flatnonzero(np.unpackbits(data, bitorder="little")).astype(np.int32)
 
 
-def link_batch(component: int, items: Sequence[tuple[tuple, Entry]], kind: str, messages: Messages) -> pa.RecordBatch:
-    """Link table entries ``(key, entry)``, keys of kind ``lean`` or ``full``
+def link_batch(component: int, items: Sequence[tuple[tuple, Entry]], link_key: str,
+               messages: Messages) -> pa.RecordBatch:
+    """Link table entries ``(key, entry)``, ``link_key`` keys (``lean`` or ``full``)
     (:meth:`~dcmap_dist.search.problem.Problem.link_key`), as a batch of the ``links``
     table: the key's columns (:data:`codec.KEY_FIELDS`) name every pair and flag that
     the key packs into bits; :func:`codec.batch_keys` reads them back."""
@@ -184,7 +185,7 @@ def link_batch(component: int, items: Sequence[tuple[tuple, Entry]], kind: str, 
         inside = type(head) is tuple
         layer.append(head[0] if inside else head)
         assigned.append(masks[head[1]] if inside else None)
-        if kind == "full":
+        if link_key == "full":
             comps.comps(key[1], head[2] if inside else 0, messages)
             layers.layers([key[2]], messages)
             continue
@@ -203,7 +204,7 @@ def link_batch(component: int, items: Sequence[tuple[tuple, Entry]], kind: str, 
         blocked.offsets.append(blocked.offsets[-1] + pairs)
     columns = {"component": [component] * len(items), "layer": layer, "assigned": assigned,
                "best": [entry.best for _, entry in items], "record": [entry.record for _, entry in items]}
-    if kind == "full":
+    if link_key == "full":
         columns.update(comps=comps, cls=layers)
     else:
         columns.update(fixed=fixed, held=held, parts=parts, blocked=blocked)
@@ -217,8 +218,8 @@ def _chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
         yield chunk
 
 
-def state_batches(component: int, state: SearchState, kind: str, messages: Messages) -> Batches:
-    """Every row of ``state`` (link keys of kind ``kind``), in batches of up to
+def state_batches(component: int, state: SearchState, link_key: str, messages: Messages) -> Batches:
+    """Every row of ``state`` (its keys ``link_key`` ones: lean or full), in batches of up to
     :data:`BATCH_ROWS` rows. An arrival is stored as its branch: its key is the branch's
     own link key, recomputed on resume."""
     for chunk in _chunks(state.branches):
@@ -226,7 +227,7 @@ def state_batches(component: int, state: SearchState, kind: str, messages: Messa
     for chunk in _chunks(branch for _, branch in state.arrivals):
         yield "branches", _branch_batch(component, chunk, True, messages)
     for chunk in _chunks(state.entries.items()):
-        yield "links", link_batch(component, chunk, kind, messages)
+        yield "links", link_batch(component, chunk, link_key, messages)
     yield from history_batches(component, state.histories)
     for chunk in _chunks(state.dominated):
         yield "dominated", _batch("dominated", len(chunk), {"component": [component] * len(chunk), "record": chunk})

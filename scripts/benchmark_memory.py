@@ -6,7 +6,9 @@ iterations, in a fresh process, then walks what the search holds and adds up the
 cost model's messages (shared by all), the open branches (the queue's entries, stale
 ones included), the link table's keys and entries, the tied histories, the dominated
 records, the bound memo, the cost memo, the interned masks. An object reached from two
-structures counts once, for the first. Rows are appended to ``results/memory.csv`` with the command.
+structures counts once, for the first. On the native engine the rows are its core's own
+count of the bytes of each structure (its interned values under "masks"). Rows are
+appended to ``results/memory.csv`` with the command.
 
 ``--tree`` runs another checkout of the same layout (a worktree of an earlier commit,
 built in place), to set a before beside an after in one run.
@@ -98,6 +100,10 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
     cpu = time.process_time() - cpu
     gc.unfreeze()
     explorer = getattr(search, "engine", None) or search.explorer  # a tree before issue 47: explorer
+    common = {"network": label, "iterations": explorer.iterations, "cpu_seconds": round(cpu, 1),
+              "rss_mib": round(memory_mb())}
+    if hasattr(explorer, "footprint"):  # the native engine: what its core holds
+        return native_rows(explorer.footprint(), common)
     shard = explorer.shard
     queue = explorer.queue
     seen: set[int] = set()
@@ -122,11 +128,24 @@ def measure(tree: str, label: str, iterations: int) -> list[dict]:
     if hasattr(problem, "_masks"):  # a tree from 2026-11-27 on
         masks = generations(problem._masks, {})
         structures.append(("masks", sum(map(len, masks)), masks))
-    common = {"network": label, "iterations": explorer.iterations, "cpu_seconds": round(cpu, 1),
-              "rss_mib": round(memory_mb())}
     rows = []
     for name, items, held in structures:
         size = deep_size(held, seen)
+        rows.append({**common, "structure": name, "items": items, "mib": round(size / 2**20, 1),
+                     "bytes_per_item": round(size / max(items, 1))})
+    return rows
+
+
+# the native engine's structures under the Python engine's names (its interned values: "masks")
+NATIVE_ROWS = {"open branches": "open branches", "link records": "link records", "histories": "histories",
+               "dominated": "dominated", "bound memo": "bound memo", "cost memo": "cost memo", "masks": "values"}
+
+
+def native_rows(footprint: dict, common: dict) -> list[dict]:
+    """A row per structure of the native engine's core (its own count of bytes)."""
+    rows = []
+    for name, held in NATIVE_ROWS.items():
+        items, size = footprint[held]
         rows.append({**common, "structure": name, "items": items, "mib": round(size / 2**20, 1),
                      "bytes_per_item": round(size / max(items, 1))})
     return rows

@@ -41,6 +41,13 @@ def ray_session():
     cluster.disconnect()
 
 
+@pytest.fixture
+def python_engine(monkeypatch):
+    """The test's searches run on the Python engine, the native one's reference: the test
+    patches its internals (a weakened key, a counting link table), or needs it slow."""
+    monkeypatch.setenv("DCMAP_ENGINE", "python")
+
+
 @pytest.fixture(scope="module")
 def paper():
     """The paper's example network (its Figure 1)."""

@@ -165,7 +165,7 @@ class WithoutHeld(Problem):
         return ((head[:3] if isinstance(head, tuple) else head), *rest)
 
 
-def test_the_old_key_is_caught(monkeypatch):
+def test_the_old_key_is_caught(monkeypatch, python_engine):
     """With the key as it was, wide16 loses a mapping, and wide18's infeasible listed
     mappings stop the solve at the audit (the error names one)."""
     monkeypatch.setattr(importlib.import_module("dcmap_dist.solve"), "Problem", WithoutHeld)
@@ -194,7 +194,7 @@ def target_cost(ctx) -> float:
     return 1.0
 
 
-def test_the_old_key_could_lose_the_optimal_cost(monkeypatch):
+def test_the_old_key_could_lose_the_optimal_cost(monkeypatch, python_engine):
     """The same flaw lost the optimum itself: with a cost model that rewards the mapping
     wide16 lost, the old key proved 24 optimal; the optimum is 16."""
     network, model = load_network(DATA / "wide16.json"), FunctionCost(target_cost)

@@ -68,7 +68,7 @@ def count_disagreements(graphs: int, seed: int, key: str = "lean") -> int:
     return wrong
 
 
-def test_lean_key_agrees_with_brute_force(monkeypatch):
+def test_lean_key_agrees_with_brute_force(monkeypatch, python_engine):
     settled = Counter()  # (inside a layer, outcome) -> arrivals
 
     def counting(shard, key, *args):
@@ -84,7 +84,7 @@ def test_lean_key_agrees_with_brute_force(monkeypatch):
 
 
 @pytest.mark.slow
-def test_linking_inside_layers_changes_no_result_on_larger_graphs(monkeypatch):
+def test_linking_inside_layers_changes_no_result_on_larger_graphs(monkeypatch, python_engine):
     """On graphs too large for brute force (12 to 18 nodes, where many more branches
     stop inside a layer), the search gives the same optimum, optimal partitions and
     count with and without linking inside layers (the search without it agrees with
@@ -125,7 +125,7 @@ def test_full_key_agrees_with_brute_force():
 @pytest.mark.slow
 @pytest.mark.parametrize("where", ["everywhere", "inside a layer"])
 @pytest.mark.parametrize("weakening", ["no merge blocks", "no outside ancestors"])
-def test_weakened_lean_key_is_caught(monkeypatch, weakening, where):
+def test_weakened_lean_key_is_caught(monkeypatch, weakening, where, python_engine):
     # a subclass, since the compiled Problem's methods cannot be replaced on the class
     class Weakened(Problem):
         def link_key(self, branch):

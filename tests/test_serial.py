@@ -90,7 +90,7 @@ def test_time_limit_on_two_slice_seagrass():
     assert r.first_optimal_iteration <= r.iterations
 
 
-def test_on_progress_on_a_long_run():
+def test_on_progress_on_a_long_run(python_engine):
     network = load_network("seagrass-2tbn", slices=2)
     calls = []
     r = solve(network, order="paper", time_limit=2.5, on_progress=calls.append)

@@ -1,8 +1,8 @@
 """The engine's boundary: :class:`Engine`, all that the drivers (:mod:`dcmap_dist.run`), the
 checkpoints and :func:`~dcmap_dist.solve.solve` may use of the search engine that expands
 one actor's branches. :class:`~dcmap_dist.search.explorer.Explorer` is the Python engine,
-the reference; another engine replaces it by answering the same calls with the same
-results. Nothing outside :mod:`dcmap_dist.search` assigns an engine's attributes
+the reference; :class:`~dcmap_dist.search.native_engine.NativeEngine`, the native one,
+answers the same calls with the same results (docs/engine.md). Nothing outside :mod:`dcmap_dist.search` assigns an engine's attributes
 (``tests/test_layers.py`` holds that).
 
 The data that crosses the boundary is plain: :class:`~dcmap_dist.search.branch.Branch`
@@ -14,10 +14,12 @@ histories (bytes).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Protocol
 
+from ..compiled import native_wanted
 from ..limits import StepEnd, StopReason, Stopwatch
 from .branch import Branch
 from .explorer import Explorer
@@ -26,8 +28,9 @@ from .linking import Entry
 from .problem import Problem
 from .state import Improvement, SearchState
 
-__all__ = ["Arrival", "Engine", "new_engine"]
+__all__ = ["Arrival", "Engine", "NATIVE_NODES", "new_engine"]
 
+NATIVE_NODES = 512  # the native engine's widest masks: 8 words of 64 nodes
 Arrival = tuple[tuple, Branch]  # a completion sent to the owner of its key: (link key, branch)
 
 
@@ -125,5 +128,14 @@ class Engine(Protocol):
 def new_engine(problem: Problem, alpha: float = 0.6, seed: int = 0, owner: int | None = None,
                shard_index: int = 0, shards: int = 1, notify: bool = False) -> Engine:
     """The engine of one actor's share of a search of ``problem`` (the arguments are
-    :class:`~dcmap_dist.search.explorer.Explorer`'s): the one place the drivers make an engine."""
+    :class:`~dcmap_dist.search.explorer.Explorer`'s), the one place the drivers make an
+    engine: the native one where it is built and wanted (:func:`~dcmap_dist.compiled.native_wanted`)
+    and the network fits its masks (a warning says when one does not), else the Python one."""
+    if native_wanted():
+        if problem.topo.n <= NATIVE_NODES:
+            from .native_engine import NativeEngine
+
+            return NativeEngine(problem, alpha, seed, owner, shard_index, shards, notify)
+        warnings.warn(f"the native engine takes networks of up to {NATIVE_NODES} nodes: this component of "
+                      f"{problem.topo.n} runs on the Python engine, several times slower", stacklevel=2)
     return Explorer(problem, alpha, seed, owner, shard_index, shards, notify)

@@ -84,7 +84,10 @@ class Problem:
         """The paper's ``h``: the model's estimate of the rest, else the lower bound."""
         if self._estimator is None:
             return self.lower_bound(branch)
-        rest = self.remaining(branch)
+        return self.rest_estimate(self.remaining(branch))
+
+    def rest_estimate(self, rest: int) -> float:
+        """The model's estimate of the cost of the nodes ``rest`` (a mask), memoised."""
         got = self._estimates.get(rest)
         if got is None:
             got = self._estimator(self.graph, self.topo.names(rest)) if rest else 0.0

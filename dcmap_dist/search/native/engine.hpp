@@ -1,0 +1,339 @@
+// The native engine's face to its binding (search/native_engine.pyx): one abstract class,
+// the same for every mask width, and make_engine() choosing the width for the network
+// (1, 2, 4 or 8 words: up to 512 nodes). Values cross as ids and plain words; branches,
+// keys and arrivals as the records of branch.hpp. Nothing here knows Python.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "explorer.hpp"
+
+namespace dcmap {
+
+struct TopologyData {  // model/topology.py's tables, masks as `words` little-endian words each
+    int n = 0;
+    int l_max = 0;
+    std::vector<int> layer;
+    std::vector<uint64_t> parents, children, neighbours, anc, desc;  // n masks each
+    std::vector<uint64_t> layer_mask, above;                        // l_max + 1 masks each
+};
+
+struct EngineOptions {
+    bool single_scheme = false;
+    bool full_keys = false;
+    bool has_estimator = false;
+    double alpha = 0.6;
+    bool has_owner = false;  // it holds a shard of the link table, its records numbered as `owner`'s
+    int64_t owner = 0;
+    int shard_index = 0;
+    int shards = 1;
+    bool notify = false;
+};
+
+struct Footprint {  // bytes held by each structure, and how many items it holds
+    size_t values, values_count;       // interned masks, items, sequences and long masks
+    size_t cost_memo, cost_entries;
+    size_t bound_memo, bound_entries;
+    size_t other_memos;                // node-set facts, reach, estimates
+    size_t link_table, link_records;   // keys and entries
+    size_t histories, histories_count;
+    size_t queue, open_branches;       // queued branches, their entries and heaps
+    size_t dominated, dominated_count;
+};
+
+class EngineBase {
+   public:
+    virtual ~EngineBase() = default;
+    virtual int words() const = 0;
+
+    // values
+    virtual Id mask(const uint64_t* words) = 0;
+    virtual void mask_words(Id mask, uint64_t* out) const = 0;
+    virtual Id item(Id members, Id message) = 0;
+    virtual void item_of(Id item, Id* members, Id* message) const = 0;
+    virtual Id seq(const std::vector<Id>& ids) = 0;
+    virtual std::vector<Id> seq_of(Id seq) const = 0;
+    virtual Id bigmask(std::vector<uint64_t> words) = 0;
+    virtual std::vector<uint64_t> bigmask_of(Id id) const = 0;
+    virtual Id zero_mask() const = 0;
+    virtual Id empty_seq() const = 0;
+
+    // counters and state
+    virtual int64_t iterations() const = 0;
+    virtual double g_min() const = 0;
+    virtual size_t link_records() const = 0;
+    virtual bool has_shard() const = 0;
+    virtual void set_counters(int64_t iterations, double g_min, double seconds) = 0;
+    virtual void set_random_state(const std::vector<uint32_t>& words, uint32_t position) = 0;
+    virtual std::vector<uint32_t> random_state() const = 0;  // 624 words, then the position
+    virtual void hear(double g_min) = 0;
+    virtual void add_dominated(int64_t record) = 0;
+    virtual void place(int64_t iterations, double seconds, bool has_clock, double clock_start) = 0;
+
+    // the search
+    virtual void start(const Branch& first, const Branch& root) = 0;
+    // a Reason; -1 when a callback raised (the binding raises its exception)
+    virtual int step(double until, int64_t max_iterations, int64_t watch_max, bool has_clock,
+                     double clock_start) = 0;
+    virtual bool offer(const Key& key, const Branch& branch, Branch* survivor) = 0;
+    virtual void receive(const std::vector<Arrival>& arrivals) = 0;
+    virtual void adopt(const Branch& branch) = 0;
+    virtual void load_entry(const Key& key, double best, int64_t record) = 0;
+    virtual void load_histories(int64_t record, const std::string& run) = 0;
+    virtual Key key_of(const Branch& branch) = 0;
+    virtual int route(const Key& key, int shards) const = 0;
+
+    // what it hands out
+    virtual std::vector<std::pair<int, std::vector<Arrival>>> take_outbox() = 0;
+    virtual std::vector<Improvement> take_improvements() = 0;
+    virtual std::vector<int64_t> take_notices() = 0;
+    virtual std::vector<Branch> take_open() = 0;
+    virtual std::vector<Branch> open_branches() const = 0;
+    virtual double least_bound() const = 0;
+    virtual size_t open_count() const = 0;
+    virtual bool final_entry(Entry* out) const = 0;
+    virtual std::vector<std::pair<Key, Entry>> entries() const = 0;
+    virtual std::vector<int64_t> history_ids() = 0;
+    virtual bool histories(int64_t record, std::string* out) = 0;
+    virtual std::vector<int64_t> dominated_records() const = 0;
+    virtual Footprint footprint() const = 0;
+};
+
+template <int W>
+class Engine final : public EngineBase {
+   public:
+    using Mask = Bits<W>;
+
+    Engine(const TopologyData& data, const EngineOptions& o, const Oracle& oracle)
+        : x_(topology(data), o.single_scheme ? Scheme::SINGLE : Scheme::MERGE, o.full_keys, o.has_estimator, oracle,
+             o.alpha, o.has_owner ? std::optional<int64_t>(o.owner) : std::nullopt, o.shard_index, o.shards,
+             o.notify) {}
+
+    int words() const override { return W; }
+
+    Id mask(const uint64_t* words) override {
+        Mask m;
+        for (int k = 0; k < W; ++k) m.w[k] = words[k];
+        return store().mask(m);
+    }
+    void mask_words(Id mask, uint64_t* out) const override {
+        check(mask, store().masks.size());
+        const Mask& m = store().mask(mask);
+        for (int k = 0; k < W; ++k) out[k] = m.w[k];
+    }
+    Id item(Id members, Id message) override {
+        check(members, store().masks.size());
+        return store().item(members, message);
+    }
+    void item_of(Id item, Id* members, Id* message) const override {
+        check(item, store().items.size());
+        *members = store().items[item].members;
+        *message = store().items[item].message;
+    }
+    Id seq(const std::vector<Id>& ids) override { return store().seq(ids); }
+    std::vector<Id> seq_of(Id seq) const override {
+        check(seq, store().seqs.size());
+        auto s = store().seq(seq);
+        return std::vector<Id>(s.begin(), s.end());
+    }
+    Id bigmask(std::vector<uint64_t> words) override { return store().bigmask(words); }
+    std::vector<uint64_t> bigmask_of(Id id) const override {
+        check(id, store().words.size());
+        auto s = store().words.get(id);
+        return std::vector<uint64_t>(s.begin(), s.end());
+    }
+    Id zero_mask() const override { return store().zero_mask; }
+    Id empty_seq() const override { return store().empty_seq; }
+
+    int64_t iterations() const override { return x_.iterations(); }
+    double g_min() const override { return x_.g_min(); }
+    size_t link_records() const override { return x_.link_records(); }
+    bool has_shard() const override { return x_.has_shard(); }
+    void set_counters(int64_t iterations, double g_min, double seconds) override {
+        x_.set_counters(iterations, g_min, seconds);
+    }
+    void set_random_state(const std::vector<uint32_t>& words, uint32_t position) override {
+        if (words.size() != PythonRandom::N) throw std::invalid_argument("a random state of 624 words expected");
+        std::array<uint32_t, PythonRandom::N> state;
+        std::copy(words.begin(), words.end(), state.begin());
+        x_.rng.set_state(state, position);
+    }
+    std::vector<uint32_t> random_state() const override {
+        std::vector<uint32_t> out(x_.rng.words().begin(), x_.rng.words().end());
+        out.push_back(x_.rng.position());
+        return out;
+    }
+    void hear(double g_min) override { x_.hear(g_min); }
+    void add_dominated(int64_t record) override { x_.add_dominated(record); }
+    void place(int64_t iterations, double seconds, bool has_clock, double clock_start) override {
+        x_.place(iterations, seconds, has_clock ? std::optional<double>(clock_start) : std::nullopt);
+    }
+
+    void start(const Branch& first, const Branch& root) override {
+        check_branch(first);
+        check_branch(root);
+        x_.start(first, root);
+    }
+    int step(double until, int64_t max_iterations, int64_t watch_max, bool has_clock, double clock_start) override {
+        try {
+            return x_.step(until, max_iterations, watch_max,
+                           has_clock ? std::optional<double>(clock_start) : std::nullopt);
+        } catch (const CallbackFailed&) {
+            return -1;
+        }
+    }
+    bool offer(const Key& key, const Branch& branch, Branch* survivor) override {
+        check_branch(branch);
+        std::optional<Branch> got = x_.offer(key, branch);
+        if (got) *survivor = *got;
+        return got.has_value();
+    }
+    void receive(const std::vector<Arrival>& arrivals) override {
+        for (const Arrival& a : arrivals) check_branch(a.branch);
+        x_.receive(arrivals);
+    }
+    void adopt(const Branch& branch) override {
+        check_branch(branch);
+        x_.adopt(branch);
+    }
+    void load_entry(const Key& key, double best, int64_t record) override {
+        if (!x_.has_shard()) return;  // the table is another actor's
+        x_.shard()->load(key, Entry{best, record});
+    }
+    void load_histories(int64_t record, const std::string& run) override {
+        if (!x_.has_shard()) return;
+        std::lock_guard<std::mutex> guard(x_.histories_lock);
+        x_.shard()->histories().add_run(record, reinterpret_cast<const uint8_t*>(run.data()), run.size());
+    }
+    Key key_of(const Branch& branch) override {
+        check_branch(branch);
+        return x_.keys.of(branch);
+    }
+    int route(const Key& key, int shards) const override { return x_.keys.route(key, shards); }
+
+    std::vector<std::pair<int, std::vector<Arrival>>> take_outbox() override { return x_.take_outbox(); }
+    std::vector<Improvement> take_improvements() override { return x_.take_improvements(); }
+    std::vector<int64_t> take_notices() override { return x_.take_notices(); }
+    std::vector<Branch> take_open() override { return x_.take_open(); }
+    std::vector<Branch> open_branches() const override { return x_.open_branches(); }
+    double least_bound() const override { return x_.least_bound(); }
+    size_t open_count() const override { return x_.open_count(); }
+    bool final_entry(Entry* out) const override {
+        if (!x_.has_shard()) return false;
+        const Entry* e = x_.shard()->find(x_.keys.final_key);
+        if (e) *out = *e;
+        return e != nullptr;
+    }
+    std::vector<std::pair<Key, Entry>> entries() const override {
+        std::vector<std::pair<Key, Entry>> out;
+        if (!x_.has_shard()) return out;
+        const LinkShard<W>& shard = *x_.shard();
+        out.reserve(shard.size());
+        for (Id id = 0; id < shard.size(); ++id) out.push_back({shard.key(id), shard.entry(id)});
+        return out;
+    }
+    std::vector<int64_t> history_ids() override {
+        if (!x_.has_shard()) return {};
+        std::lock_guard<std::mutex> guard(x_.histories_lock);
+        return x_.shard()->histories().ids();
+    }
+    bool histories(int64_t record, std::string* out) override {
+        if (!x_.has_shard()) return false;
+        std::lock_guard<std::mutex> guard(x_.histories_lock);
+        const HistoryTable& table = x_.shard()->histories();
+        if (!table.contains(record)) return false;
+        *out = table.get(record);
+        return true;
+    }
+    std::vector<int64_t> dominated_records() const override { return x_.dominated().records(); }
+    Footprint footprint() const override {
+        const Explorer<W>& x = x_;
+        const Store<W>& s = store();
+        const Problem<W>& p = x.problem;
+        size_t table = x.has_shard() ? x.shard()->bytes() : 0;
+        size_t histories = x.has_shard() ? x.shard()->histories().bytes() : 0;
+        Footprint f{};
+        f.values = s.bytes();
+        f.values_count = s.masks.size() + s.items.size() + s.seqs.size() + s.words.size();
+        f.cost_memo = p.cost_memo_bytes();
+        f.cost_entries = p.cost_entries();
+        f.bound_memo = p.bound_memo_bytes();
+        f.bound_entries = p.bound_entries();
+        f.other_memos = p.estimate_memo_bytes() + p.facts.bytes() + x.keys.bytes();
+        f.link_table = table - histories;
+        f.link_records = x.link_records();
+        f.histories = histories;
+        f.histories_count = x.has_shard() ? x.shard()->histories().size() : 0;
+        f.queue = x.queue_bytes();
+        f.open_branches = x.open_count();
+        f.dominated = x.dominated().bytes();
+        f.dominated_count = x.dominated().size();
+        return f;
+    }
+
+   private:
+    Explorer<W> x_;
+
+    Store<W>& store() { return x_.problem.store; }
+    const Store<W>& store() const { return x_.problem.store; }
+
+    static void check(Id id, size_t size) {
+        if (id >= size) throw std::out_of_range("an id the engine never gave");
+    }
+    // a branch made by the binding from Python values: every id its engine's, its layer in range
+    void check_branch(const Branch& b) const {
+        if (b.layer < 0 || b.layer > x_.problem.topo.l_max) throw std::invalid_argument("a branch's layer out of range");
+        if (b.assigned != LAYER_DONE) check(b.assigned, store().masks.size());
+        check(b.comps, store().seqs.size());
+        check(b.frontier, store().seqs.size());
+        check(b.fixed, store().masks.size());
+        check(b.joins, store().seqs.size());
+    }
+
+    static Topology<W> topology(const TopologyData& d) {
+        if (d.n < 1 || d.n > 64 * W) throw std::invalid_argument("the network does not fit the engine's masks");
+        size_t n = static_cast<size_t>(d.n), layers = static_cast<size_t>(d.l_max) + 1;
+        if (d.l_max < 0 || d.layer.size() != n || d.parents.size() != n * W || d.children.size() != n * W ||
+            d.neighbours.size() != n * W || d.anc.size() != n * W || d.desc.size() != n * W ||
+            d.layer_mask.size() != layers * W || d.above.size() != layers * W)
+            throw std::invalid_argument("topology tables of the wrong sizes");
+        Topology<W> t;
+        t.n = d.n;
+        t.l_max = d.l_max;
+        t.layer = d.layer;
+        auto masks = [](const std::vector<uint64_t>& words, size_t count) {
+            std::vector<Mask> out(count);
+            for (size_t i = 0; i < count; ++i)
+                for (int k = 0; k < W; ++k) out[i].w[k] = words[i * W + k];
+            return out;
+        };
+        t.parents = masks(d.parents, n);
+        t.children = masks(d.children, n);
+        t.neighbours = masks(d.neighbours, n);
+        t.anc = masks(d.anc, n);
+        t.desc = masks(d.desc, n);
+        t.layer_mask = masks(d.layer_mask, layers);
+        t.above = masks(d.above, layers);
+        return t;
+    }
+};
+
+// The engine for a network of `n` nodes: the narrowest masks that hold it (up to 512 nodes).
+inline std::unique_ptr<EngineBase> make_engine(const TopologyData& data, const EngineOptions& options,
+                                               const Oracle& oracle) {
+    if (data.n <= 64) return std::make_unique<Engine<1>>(data, options, oracle);
+    if (data.n <= 128) return std::make_unique<Engine<2>>(data, options, oracle);
+    if (data.n <= 256) return std::make_unique<Engine<4>>(data, options, oracle);
+    if (data.n <= 512) return std::make_unique<Engine<8>>(data, options, oracle);
+    throw std::invalid_argument("the native engine takes networks of up to 512 nodes");
+}
+
+inline int words_for(int n) { return n <= 64 ? 1 : n <= 128 ? 2 : n <= 256 ? 4 : 8; }
+
+}  // namespace dcmap

@@ -1,0 +1,118 @@
+// The link table (search/linking.py's LinkShard): per key the best cost and the record of
+// that arrival, each arrival decided new, cheaper, tie or worse with SPEC's tolerance, its
+// history kept in the record's histories; and the set of dominated records, a bit per
+// record serial, owner by owner.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "bits.hpp"
+#include "branch.hpp"
+#include "histories.hpp"
+#include "problem.hpp"
+#include "tables.hpp"
+
+namespace dcmap {
+
+enum class Settled { NEW, CHEAPER, TIE, WORSE };
+
+template <int W>
+class LinkShard {
+   public:
+    explicit LinkShard(int64_t owner) : owner_(owner) {}
+
+    struct Decision {
+        Settled outcome;
+        int64_t record;     // the new record (new, cheaper), else the existing one
+        int64_t dominated;  // the record a cheaper arrival dominated, else -1
+    };
+
+    // an arrival at `key` of cost `cost` whose trail is (`link`, masks `joins`), at `iteration`
+    Decision settle(const Key& key, double cost, int64_t link, std::span<const Id> joins, uint64_t iteration,
+                    const Store<W>& store) {
+        Entry* entry = entries_.find(key);
+        int64_t dominated = -1;
+        if (entry != nullptr) {
+            if (within(entry->best, cost)) {  // not cheaper
+                if (within(cost, entry->best)) {
+                    histories_.add(entry->record, history(iteration, link, joins, store));
+                    entry->best = std::min(entry->best, cost);
+                    return {Settled::TIE, entry->record, -1};
+                }
+                return {Settled::WORSE, entry->record, -1};
+            }
+            dominated = entry->record;
+        }
+        int64_t record = record_id(owner_, ++serial_);
+        entries_.at(key, Entry{cost, record}) = Entry{cost, record};
+        histories_.add(record, history(iteration, link, joins, store));
+        return {dominated < 0 ? Settled::NEW : Settled::CHEAPER, record, dominated};
+    }
+
+    // a record loaded from a checkpoint or a snapshot (its histories come apart)
+    void load(const Key& key, Entry entry) { entries_.at(key, entry) = entry; }
+
+    const Entry* find(const Key& key) const { return entries_.find(key); }
+    size_t size() const { return entries_.size(); }
+    const Key& key(Id id) const { return entries_.key(id); }
+    const Entry& entry(Id id) const { return entries_.value(id); }
+    HistoryTable& histories() { return histories_; }
+    const HistoryTable& histories() const { return histories_; }
+    size_t bytes() const { return entries_.bytes() + histories_.bytes(); }
+
+   private:
+    int64_t owner_;
+    int64_t serial_ = 0;
+    FlatMap<Key, Entry> entries_;
+    HistoryTable histories_;
+    HistoryWriter writer_;
+
+    const std::string& history(uint64_t iteration, int64_t link, std::span<const Id> joins, const Store<W>& store) {
+        writer_.begin(iteration, link);
+        for (Id mask : joins) writer_.join(store.mask(mask).w.data(), W);
+        return writer_.finish();
+    }
+};
+
+// The records known to be dominated: a bit per serial, per owner.
+class DominatedSet {
+   public:
+    bool contains(int64_t record) const {
+        if (record < 0) return false;
+        auto found = bits_.find(record >> SERIAL_BITS);
+        if (found == bits_.end()) return false;
+        uint64_t serial = static_cast<uint64_t>(record & SERIAL_MASK);
+        return serial / 64 < found->second.size() && (found->second[serial / 64] >> (serial % 64)) & 1;
+    }
+    void add(int64_t record) {
+        if (record < 0) return;
+        std::vector<uint64_t>& bits = bits_[record >> SERIAL_BITS];
+        uint64_t serial = static_cast<uint64_t>(record & SERIAL_MASK);
+        if (serial / 64 >= bits.size()) bits.resize(serial / 64 + 1 + bits.size() / 2, 0);
+        if (!((bits[serial / 64] >> (serial % 64)) & 1)) ++count_;
+        bits[serial / 64] |= uint64_t{1} << (serial % 64);
+    }
+    size_t size() const { return count_; }
+    std::vector<int64_t> records() const {
+        std::vector<int64_t> out;
+        for (const auto& [owner, bits] : bits_)
+            for (size_t k = 0; k < bits.size(); ++k)
+                for (uint64_t x = bits[k]; x; x &= x - 1)
+                    out.push_back(record_id(owner, static_cast<int64_t>(64 * k + std::countr_zero(x))));
+        return out;
+    }
+    size_t bytes() const {
+        size_t total = 0;
+        for (const auto& [owner, bits] : bits_) total += bits.capacity() * 8;
+        return total;
+    }
+
+   private:
+    std::map<int64_t, std::vector<uint64_t>> bits_;
+    size_t count_ = 0;
+};
+
+}  // namespace dcmap

@@ -1,0 +1,455 @@
+// One problem's expansion, step for step as search/problem.py and search/combinations.py
+// make it: the component proposed next, the feasible combinations of a proposal (the
+// `merge` scheme's connected sets, the `single` scheme's subsets) and the child of each,
+// scored, with the cost, bound and estimate memos; on a memo miss the Oracle asks Python.
+// The floats are added in the Python engine's order, so every cost, bound and g_hat is
+// the same double.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "bits.hpp"
+#include "branch.hpp"
+#include "oracle.hpp"
+#include "store.hpp"
+#include "tables.hpp"
+#include "topology.hpp"
+
+namespace dcmap {
+
+constexpr double TOLERANCE = 1e-9;
+
+// search/tolerance.py's within: cost <= bound up to SPEC section 3's relative tolerance
+inline bool within(double cost, double bound) { return cost <= bound + TOLERANCE * (bound < 0 ? -bound : bound); }
+
+enum class Scheme { MERGE, SINGLE };
+
+template <int W>
+class Problem {
+   public:
+    using Mask = Bits<W>;
+
+    Problem(Topology<W> topology, Scheme scheme, bool has_estimator, const Oracle& oracle)
+        : topo(std::move(topology)), facts(topo, store), scheme_(scheme), has_estimator_(has_estimator),
+          oracle_(oracle) {
+        topo.check();
+    }
+    Problem(const Problem&) = delete;
+    Problem& operator=(const Problem&) = delete;
+
+    Topology<W> topo;
+    Store<W> store;
+    NodeSetFacts<W> facts;
+
+    // Counts a step of a long inner loop; every 128, the limits (search/limits.py's
+    // Stopwatch.check_within): Interrupted once one is reached.
+    void check_within() {
+        if (++inner_ % 128 == 0) {
+            int reason = resources();
+            if (reason) throw Interrupted(reason);
+        }
+    }
+    int resources() {
+        int reason = 0;
+        if (oracle_.resources(oracle_.context, &reason) != 0) throw CallbackFailed();
+        return reason;
+    }
+
+    // search/problem.py's next_proposal
+    int next_proposal(const Branch& b) {
+        Mask free = topo.layer_mask[b.layer].minus(store.mask(b.assigned));
+        Mask fixed = store.mask(b.fixed);
+        int best = -1, best_size = 0, best_count = 0;
+        auto comps = store.seq(b.comps);
+        for (size_t idx = 0; idx < comps.size(); ++idx) {
+            if (fixed.test(static_cast<int>(idx))) continue;
+            int count = (facts.parents_of(comps[idx]) & free).count();
+            if (count == 0) continue;
+            int size = store.mask(comps[idx]).count();
+            if (size > best_size || (size == best_size && count < best_count)) {
+                best = static_cast<int>(idx);
+                best_size = size;
+                best_count = count;
+            }
+        }
+        return best;
+    }
+
+    // search/problem.py's expand: the children of `b` for `proposal`, those whose bound
+    // passes `g_min` dropped, into `children` (cleared first)
+    void expand(const Branch& b, int proposal, double g_min, std::vector<Branch>& children) {
+        children.clear();
+        if (b.layer_done() || proposal < 0) throw std::logic_error("a branch with nothing to propose was expanded");
+        Expansion& x = x_;
+        x.layer = b.layer;
+        x.comps.assign(store.seq(b.comps).begin(), store.seq(b.comps).end());
+        x.frontier.assign(store.seq(b.frontier).begin(), store.seq(b.frontier).end());
+        x.free = topo.layer_mask[b.layer].minus(store.mask(b.assigned));
+        x.below.clear();
+        for (Id item : x.frontier)
+            if (topo.layer_of_mask(store.item_mask(item)) < b.layer) x.below.push_back(item);
+        Mask fixed = store.mask(b.fixed);
+        x.unfixed.clear();
+        for (size_t j = 0; j < x.comps.size(); ++j)
+            if (!fixed.test(static_cast<int>(j))) x.unfixed.push_back({static_cast<int>(j), facts.parents_of(x.comps[j])});
+        x.singles_known.clear();
+        x.reach.clear();
+        combinations(proposal, fixed);
+        for (const auto& [joined, merged] : x.found) {
+            Branch child;
+            if (apply(b, proposal, fixed, joined, merged, g_min, child)) children.push_back(child);
+        }
+    }
+
+    size_t cost_memo_bytes() const { return cost_keys_.bytes() + cost_values_.capacity() * sizeof(CostValue); }
+    size_t bound_memo_bytes() const { return bounds_.bytes(); }
+    size_t estimate_memo_bytes() const { return estimates_.size() * (sizeof(Id) + sizeof(double) + 32); }
+    size_t cost_entries() const { return cost_values_.size(); }
+    size_t bound_entries() const { return bounds_.size(); }
+
+   private:
+    struct CostValue {
+        double cost;
+        Id item;
+    };
+    struct BoundKey {
+        int32_t layer;
+        Id assigned;
+        Id frontier;
+        bool operator==(const BoundKey& o) const {
+            return layer == o.layer && assigned == o.assigned && frontier == o.frontier;
+        }
+        uint64_t hash() const {
+            return mix64((static_cast<uint64_t>(static_cast<uint32_t>(layer)) << 32) ^ assigned) ^
+                   (static_cast<uint64_t>(frontier) * 0x9E3779B97F4A7C15ull);
+        }
+    };
+    // what one expansion reads (search/problem.py's expand: `below`, `unfixed`, and its
+    // per-expansion memos `single_costs` and `reach`), kept to be reused
+    struct Expansion {
+        int layer = 0;
+        std::vector<Id> comps, frontier, below;
+        Mask free;
+        std::vector<std::pair<int, Mask>> unfixed;  // (index, parents) of each unfixed component
+        std::vector<std::pair<int, CostValue>> singles_known;
+        std::vector<std::pair<Mask, Mask>> reach;  // merged -> parents of the unfixed components outside it
+        std::vector<std::pair<Mask, Mask>> found;  // the combinations (joined, merged)
+        std::vector<int> open_idx;
+        std::vector<const Closure<W>*> known;  // by component index
+        std::vector<Id> scratch, new_comps, kept;
+        std::vector<uint64_t> child_masks, item_masks;
+        std::vector<uint32_t> child_messages, item_messages;
+    };
+
+    Scheme scheme_;
+    bool has_estimator_;
+    Oracle oracle_;
+    Expansion x_;
+    uint64_t inner_ = 0;
+    SeqInterner<Id> cost_keys_;  // (nodes mask, same mask, child item, ...)
+    std::vector<CostValue> cost_values_;
+    FlatMap<BoundKey, double> bounds_;
+    std::unordered_map<Id, double> estimates_;  // remaining nodes' mask -> the model's estimate
+
+    // -- combinations (search/combinations.py) -------------------------------------------
+    void combinations(int proposal, const Mask& fixed) {
+        Expansion& x = x_;
+        x.found.clear();
+        Id members = x.comps[proposal];
+        if (scheme_ == Scheme::SINGLE) {
+            single_combos(proposal, members);
+            return;
+        }
+        x.open_idx.clear();
+        x.known.assign(x.comps.size(), nullptr);
+        for (size_t i = 0; i < x.comps.size(); ++i)
+            if (!fixed.test(static_cast<int>(i))) {
+                x.open_idx.push_back(static_cast<int>(i));
+                x.known[i] = &facts.closure(x.comps[i]);
+            }
+        const Closure<W>& own = *x.known[proposal];
+        grow(Mask{}, Mask::bit(proposal), store.mask(members), own.layers, own.descendants, own.ancestors,
+             facts.parents_of(members) & x.free, Mask{}, Mask{}, Mask::bit(proposal));
+    }
+
+    void single_combos(int proposal, Id members) {
+        Expansion& x = x_;
+        const Closure<W> c = facts.closure(members);
+        Mask up = c.ancestors, down = c.descendants;
+        Mask member_mask = store.mask(members);
+        std::vector<int> z;
+        (facts.parents_of(members) & x.free).each([&](int i) { z.push_back(i); });
+        int n = static_cast<int>(z.size());
+        std::vector<int> pick;
+        for (int size = 0; size <= n; ++size) {  // itertools.combinations' order, size by size
+            pick.resize(size);
+            for (int k = 0; k < size; ++k) pick[k] = k;
+            while (true) {
+                check_within();
+                Mask joined;
+                for (int k : pick) joined.set(z[k]);
+                if (joined.none() || violators(joined | member_mask, down, up, joined).none())
+                    x.found.push_back({joined, Mask::bit(proposal)});
+                int k = size - 1;
+                while (k >= 0 && pick[k] == k + n - size) --k;
+                if (k < 0) break;
+                ++pick[k];
+                for (int m = k + 1; m < size; ++m) pick[m] = pick[m - 1] + 1;
+            }
+        }
+    }
+
+    Mask violators(const Mask& union_, Mask down, Mask up, const Mask& joined) const {
+        joined.each([&](int i) {
+            down |= topo.desc[i];
+            up |= topo.anc[i];
+        });
+        return (down & up).minus(union_);
+    }
+
+    // search/combinations.py's _grow (merged, cand_comps, banned_comps: bits over components)
+    bool grow(const Mask& joined, const Mask& merged, const Mask& union_, const Mask& layers_used, const Mask& down,
+              const Mask& up, Mask cand_nodes, Mask cand_comps, Mask banned_nodes, Mask banned_comps) {
+        Expansion& x = x_;
+        check_within();
+        Mask breaking = violators(joined | union_, down, up, joined);
+        if (breaking.any()) {
+            Mask mendable;
+            Mask gone = merged | banned_comps;
+            for (int j : x.open_idx)
+                if (!gone.test(j)) mendable |= store.mask(x.comps[j]);
+            if (breaking.minus(mendable).any()) return false;
+        } else {
+            x.found.push_back({joined, merged});
+        }
+        while (cand_nodes.any() || cand_comps.any()) {
+            if (cand_nodes.any()) {
+                Mask low = cand_nodes.lowest_bit();
+                cand_nodes ^= low;
+                int i = low.lowest();
+                Mask new_comps;
+                Mask taken = merged | cand_comps | banned_comps;
+                for (int j : x.open_idx)
+                    if (!taken.test(j) && topo.children[i].intersects(store.mask(x.comps[j]))) new_comps.set(j);
+                if (grow(joined | low, merged, union_, layers_used, down, up, cand_nodes, cand_comps | new_comps,
+                         banned_nodes, banned_comps))
+                    return true;
+                banned_nodes |= low;
+            } else {
+                Mask bit = cand_comps.lowest_bit();
+                cand_comps ^= bit;
+                banned_comps |= bit;
+                int j = bit.lowest();
+                Id m = x.comps[j];
+                const Closure<W>& k = *x.known[j];
+                if (k.touch.intersects(union_) || k.layers.intersects(layers_used)) continue;
+                Mask new_nodes = (facts.parents_of(m) & x.free).minus(joined | cand_nodes | banned_nodes);
+                if (grow(joined, merged | bit, union_ | store.mask(m), layers_used | k.layers, down | k.descendants,
+                         up | k.ancestors, cand_nodes | new_nodes, cand_comps, banned_nodes, banned_comps))
+                    return true;
+            }
+        }
+        return false;
+    }
+
+    // -- one child (search/problem.py's _apply) ----------------------------------------
+    bool apply(const Branch& b, int proposal, const Mask& fixed_before, const Mask& joined, const Mask& merged,
+               double g_min, Branch& child) {
+        Expansion& x = x_;
+        const int layer = b.layer;
+        double cost = b.cost;
+        std::vector<Id>& frontier = x.scratch;
+        frontier.assign(x.frontier.begin(), x.frontier.end());
+        Mask union_;
+        if (joined.any()) {
+            union_ = joined;
+            merged.each([&](int j) { union_ |= store.mask(x.comps[j]); });
+            CostValue c = new_cluster_layer(joined, union_);
+            cost += c.cost;
+            frontier.push_back(c.item);
+        }
+        Mask reachable = reach(merged);
+        Mask singles = x.free.minus(joined).minus(reachable);
+        singles.each([&](int i) {
+            CostValue single = single_cost(i);
+            cost += single.cost;
+            frontier.push_back(single.item);
+        });
+        Mask assigned = store.mask(b.assigned) | joined | singles;
+        const bool done = assigned == topo.layer_mask[layer];
+        if (done) read_later(frontier, layer);
+        Id frontier_id = store.seq(frontier);
+        Id assigned_id = done ? LAYER_DONE : store.mask(assigned);
+        double bound = cost + bound_of(layer, assigned_id, frontier_id);
+        if (!within(bound, g_min)) return false;
+        Id joins = b.joins;
+        Mask fixed;
+        std::vector<Id>& comps = x.new_comps;
+        comps.clear();
+        if (joined.any()) {
+            for (size_t j = 0; j < x.comps.size(); ++j)
+                if (!merged.test(static_cast<int>(j))) {
+                    if (fixed_before.test(static_cast<int>(j))) fixed.set(static_cast<int>(comps.size()));
+                    comps.push_back(x.comps[j]);
+                }
+            fixed.set(static_cast<int>(comps.size()));
+            comps.push_back(store.mask(union_));
+            // anchor on a child of a joiner in each merged component (search/problem.py)
+            Mask anchors = joined;
+            Mask kids = facts.children_of(store.mask(joined));
+            merged.each([&](int j) { anchors |= (store.mask(x.comps[j]) & kids).lowest_bit(); });
+            if (anchors.many()) {
+                auto before = store.seq(b.joins);
+                x.kept.assign(before.begin(), before.end());
+                x.kept.push_back(store.mask(anchors));
+                joins = store.seq(x.kept);
+            }
+        } else {
+            fixed = fixed_before;
+            fixed.set(proposal);
+            comps.assign(x.comps.begin(), x.comps.end());
+        }
+        singles.each([&](int i) {
+            fixed.set(static_cast<int>(comps.size()));
+            comps.push_back(store.mask(Mask::bit(i)));
+        });
+        if (done) {
+            comps_read_later(comps, layer);
+            fixed = Mask{};
+        }
+        child.layer = layer;
+        child.assigned = assigned_id;
+        child.comps = store.seq(comps);
+        child.frontier = frontier_id;
+        child.cost = cost;
+        child.joins = joins;
+        child.link = b.link;
+        child.fixed = store.mask(fixed);
+        child.bound = bound;
+        child.estimate = has_estimator_ ? cost + estimate_of(child) : bound;
+        return true;
+    }
+
+    Mask reach(const Mask& merged) {
+        Expansion& x = x_;
+        for (const auto& [key, value] : x.reach)
+            if (key == merged) return value;
+        Mask reachable;
+        for (const auto& [j, parents] : x.unfixed)
+            if (!merged.test(j)) reachable |= parents;
+        x.reach.push_back({merged, reachable});
+        return reachable;
+    }
+
+    CostValue single_cost(int i) {
+        for (const auto& [node, value] : x_.singles_known)
+            if (node == i) return value;
+        CostValue value = new_cluster_layer(Mask::bit(i), Mask::bit(i));
+        x_.singles_known.push_back({i, value});
+        return value;
+    }
+
+    // the cost and item of a new cluster-layer `nodes` in cluster `cluster`, its children
+    // the frontier cluster-layers of the expansion's `below` that hold a child of it
+    CostValue new_cluster_layer(const Mask& nodes, const Mask& cluster) {
+        Expansion& x = x_;
+        Id nodes_id = store.mask(nodes);
+        Mask kids = facts.children_of(nodes_id);
+        Mask same;
+        std::vector<Id>& key = x.kept;
+        key.assign({nodes_id, 0});
+        for (Id item : x.below) {
+            const Mask& m = store.item_mask(item);
+            if (m.intersects(kids)) {
+                key.push_back(item);
+                same |= m & cluster;
+            }
+        }
+        key[1] = store.mask(same);
+        Id id = cost_keys_.intern(key);
+        if (id < cost_values_.size()) return cost_values_[id];
+        // a miss: the Python engine's _evaluate prices it
+        size_t children = key.size() - 2;
+        x.child_masks.resize(children * W);
+        x.child_messages.resize(children);
+        for (size_t k = 0; k < children; ++k) {
+            const Item& item = store.items[key[2 + k]];
+            const Mask& m = store.mask(item.members);
+            std::copy(m.w.begin(), m.w.end(), x.child_masks.begin() + k * W);
+            x.child_messages[k] = item.message;
+        }
+        Mask same_mask = store.mask(key[1]);
+        double cost = 0.0;
+        uint32_t message = 0;
+        if (oracle_.cost(oracle_.context, nodes.w.data(), same_mask.w.data(), x.child_masks.data(),
+                         x.child_messages.data(), children, &cost, &message) != 0)
+            throw CallbackFailed();
+        CostValue value{cost, store.item(nodes_id, message)};
+        cost_values_.push_back(value);
+        return value;
+    }
+
+    double bound_of(int layer, Id assigned, Id frontier) {
+        BoundKey key{layer, assigned, frontier};
+        if (const double* known = bounds_.find(key)) return *known;
+        Expansion& x = x_;
+        auto items = store.seq(frontier);
+        x.item_masks.resize(items.size() * W);
+        x.item_messages.resize(items.size());
+        for (size_t k = 0; k < items.size(); ++k) {
+            const Item& item = store.items[items[k]];
+            const Mask& m = store.mask(item.members);
+            std::copy(m.w.begin(), m.w.end(), x.item_masks.begin() + k * W);
+            x.item_messages[k] = item.message;
+        }
+        Mask placed;
+        if (assigned != LAYER_DONE) placed = store.mask(assigned);
+        double value = 0.0;
+        if (oracle_.bound(oracle_.context, layer, assigned == LAYER_DONE ? nullptr : placed.w.data(),
+                          x.item_masks.data(), x.item_messages.data(), items.size(), &value) != 0)
+            throw CallbackFailed();
+        bounds_.at(key, value) = value;
+        return value;
+    }
+
+    double estimate_of(const Branch& child) {
+        Mask rest = topo.above[child.layer];
+        if (!child.layer_done()) rest |= topo.layer_mask[child.layer].minus(store.mask(child.assigned));
+        Id rest_id = store.mask(rest);
+        auto found = estimates_.find(rest_id);
+        if (found != estimates_.end()) return found->second;
+        double value = 0.0;
+        if (oracle_.estimate(oracle_.context, rest.w.data(), &value) != 0) throw CallbackFailed();
+        estimates_.emplace(rest_id, value);
+        return value;
+    }
+
+    // search/problem.py's _read_later: the items with a parent above `layer`, by mask
+    void read_later(std::vector<Id>& items, int layer) {
+        const Mask above = topo.above[layer];
+        size_t kept = 0;
+        for (Id item : items)
+            if (facts.parents_of(store.items[item].members).intersects(above)) items[kept++] = item;
+        items.resize(kept);
+        std::sort(items.begin(), items.end(),
+                  [&](Id a, Id b) { return store.item_mask(a) < store.item_mask(b); });
+    }
+
+    // search/problem.py's _comps_read_later: the components with a parent above `layer`, sorted
+    void comps_read_later(std::vector<Id>& comps, int layer) {
+        const Mask above = topo.above[layer];
+        size_t kept = 0;
+        for (Id m : comps)
+            if (facts.parents_of(m).intersects(above)) comps[kept++] = m;
+        comps.resize(kept);
+        std::sort(comps.begin(), comps.end(), [&](Id a, Id b) { return store.mask(a) < store.mask(b); });
+    }
+};
+
+}  // namespace dcmap

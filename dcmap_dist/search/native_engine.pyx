@@ -1,0 +1,680 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, infer_types=False
+# distutils: language = c++
+"""The native engine: the C++ core of ``search/native/`` behind the calls of
+:class:`~dcmap_dist.search.engine.Engine`, step for step the Python engine's search
+(:class:`~dcmap_dist.search.explorer.Explorer`, its reference), with its state in C++
+(docs/engine.md).
+
+Python values cross into the core as ids: a mask (a Python int) as its words, interned;
+a message as the id of its value (one id per distinct value, as the Python engine keeps
+one object per value); a branch, a link key and a state as records of ids. They come back
+as the Python engine's own values (Branch, key tuples, SearchState), so that checkpoints,
+Ray batches, outcomes and the audit read them unchanged. A step runs with the GIL
+released; on a memo miss the core calls back into Python for a cost, a bound or an
+estimate (the Python engine's own code, so every float is the same), and every 128 loop
+turns or inner steps for the limits (running the signal handlers first, so Ctrl-C is
+heard within a fraction of a second).
+"""
+
+from cpython.exc cimport PyErr_CheckSignals
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+from libcpp cimport bool as cbool
+from libcpp.memory cimport unique_ptr
+from libcpp.pair cimport pair
+from libcpp.string cimport string
+from libcpp.vector cimport vector
+
+import contextlib
+import math
+import random
+
+from .branch import Branch
+from .histories import HistoryTable, histories_of
+from .linking import Entry
+from .state import Improvement, SearchState
+
+__all__ = ["NativeEngine", "MAX_NODES"]
+
+MAX_NODES = 512  # the widest masks: 8 words
+MAX_SERIAL = 1 << 32  # a record serial past this is refused (a damaged checkpoint, not a search)
+
+ctypedef uint32_t Id
+
+cdef extern from "native/engine.hpp" namespace "dcmap":
+    cdef Id NONE
+    cdef Id LAYER_DONE
+    cdef int64_t NO_LINK
+
+    cdef cppclass Branch_ "dcmap::Branch":
+        double cost, estimate, bound
+        int64_t link
+        Id assigned, comps, frontier, fixed, joins
+        int layer
+
+    cdef cppclass Key_ "dcmap::Key":
+        int layer, kind
+        Id a, b, c, d, e, f
+
+    cdef cppclass Entry_ "dcmap::Entry":
+        double best
+        int64_t record
+
+    cdef cppclass Arrival_ "dcmap::Arrival":
+        Key_ key
+        Branch_ branch
+
+    cdef cppclass Improvement_ "dcmap::Improvement":
+        int64_t iteration
+        double seconds, cost
+        int64_t link
+        Id joins
+
+    cdef cppclass Footprint:
+        size_t values, values_count, cost_memo, cost_entries, bound_memo, bound_entries, other_memos
+        size_t link_table, link_records, histories, histories_count, queue, open_branches, dominated
+        size_t dominated_count
+
+    ctypedef int (*CostCallback)(void*, const uint64_t*, const uint64_t*, const uint64_t*, const uint32_t*, size_t,
+                                 double*, uint32_t*) noexcept
+    ctypedef int (*BoundCallback)(void*, int, const uint64_t*, const uint64_t*, const uint32_t*, size_t,
+                                  double*) noexcept
+    ctypedef int (*EstimateCallback)(void*, const uint64_t*, double*) noexcept
+    ctypedef int (*ResourcesCallback)(void*, int*) noexcept
+
+    cdef cppclass Oracle:
+        void* context
+        CostCallback cost
+        BoundCallback bound
+        EstimateCallback estimate
+        ResourcesCallback resources
+
+    cdef cppclass TopologyData:
+        int n, l_max
+        vector[int] layer
+        vector[uint64_t] parents, children, neighbours, anc, desc, layer_mask, above
+
+    cdef cppclass EngineOptions:
+        cbool single_scheme, full_keys, has_estimator, has_owner, notify
+        double alpha
+        int64_t owner
+        int shard_index, shards
+
+    cdef cppclass EngineBase:
+        int words()
+        Id mask(const uint64_t*) except +
+        void mask_words(Id, uint64_t*) except +
+        Id item(Id, Id) except +
+        void item_of(Id, Id*, Id*) except +
+        Id seq(const vector[Id]&) except +
+        vector[Id] seq_of(Id) except +
+        Id bigmask(vector[uint64_t]) except +
+        vector[uint64_t] bigmask_of(Id) except +
+        Id zero_mask()
+        Id empty_seq()
+        int64_t iterations()
+        double g_min()
+        size_t link_records()
+        cbool has_shard()
+        void set_counters(int64_t, double, double)
+        void set_random_state(const vector[uint32_t]&, uint32_t) except +
+        vector[uint32_t] random_state()
+        void hear(double)
+        void add_dominated(int64_t) except +
+        void place(int64_t, double, cbool, double)
+        void start(const Branch_&, const Branch_&) except +
+        int step(double, int64_t, int64_t, cbool, double) except + nogil
+        cbool offer(const Key_&, const Branch_&, Branch_*) except +
+        void receive(const vector[Arrival_]&) except +
+        void adopt(const Branch_&) except +
+        void load_entry(const Key_&, double, int64_t) except +
+        void load_histories(int64_t, const string&) except +
+        Key_ key_of(const Branch_&) except +
+        int route(const Key_&, int) except +
+        vector[pair[int, vector[Arrival_]]] take_outbox() except +
+        vector[Improvement_] take_improvements() except +
+        vector[int64_t] take_notices() except +
+        vector[Branch_] take_open() except +
+        vector[Branch_] open_branches() except +
+        double least_bound()
+        size_t open_count()
+        cbool final_entry(Entry_*)
+        vector[pair[Key_, Entry_]] entries() except +
+        vector[int64_t] history_ids() except +
+        cbool histories(int64_t, string*) except +
+        vector[int64_t] dominated_records() except +
+        Footprint footprint()
+
+    unique_ptr[EngineBase] make_engine(const TopologyData&, const EngineOptions&, const Oracle&) except +
+    int words_for(int)
+
+# why a step ended: the codes of native/explorer.hpp's Reason, as the Python engine names them
+REASONS = {1: "idle", 2: "budget", 3: "max_iterations", 4: "time_limit", 5: "memory_limit", 6: "interrupted"}
+CODES = {"time_limit": 4, "memory_limit": 5, "interrupted": 6}
+LEAN_DONE, LEAN_INSIDE, FULL_DONE, FULL_INSIDE = 0, 1, 2, 3
+
+
+cdef int _cost(void* context, const uint64_t* nodes, const uint64_t* same, const uint64_t* child_masks,
+               const uint32_t* child_messages, size_t children, double* cost, uint32_t* message) noexcept with gil:
+    cdef NativeEngine engine = <NativeEngine>context
+    cdef size_t k
+    try:
+        key = [engine._int(nodes), engine._int(same)]
+        for k in range(children):
+            key.append(engine._int(child_masks + k * engine.width))
+            key.append(engine._messages[child_messages[k]])
+        value, item = engine.problem._costs[tuple(key)]
+        cost[0] = value
+        message[0] = engine._message(item[1])
+        return 0
+    except BaseException as exc:
+        engine._error = exc
+        return -1
+
+
+cdef int _bound(void* context, int layer, const uint64_t* assigned, const uint64_t* item_masks,
+                const uint32_t* item_messages, size_t items, double* bound) noexcept with gil:
+    cdef NativeEngine engine = <NativeEngine>context
+    cdef size_t k
+    try:
+        frontier = []
+        for k in range(items):
+            frontier.append((engine._int(item_masks + k * engine.width), engine._messages[item_messages[k]]))
+        frontier = tuple(frontier)
+        bound[0] = engine.problem.bound._compute(layer, -1 if assigned == NULL else engine._int(assigned), frontier)
+        return 0
+    except BaseException as exc:
+        engine._error = exc
+        return -1
+
+
+cdef int _estimate(void* context, const uint64_t* rest, double* estimate) noexcept with gil:
+    cdef NativeEngine engine = <NativeEngine>context
+    try:
+        estimate[0] = engine.problem.rest_estimate(engine._int(rest))
+        return 0
+    except BaseException as exc:
+        engine._error = exc
+        return -1
+
+
+cdef int _resources(void* context, int* reason) noexcept with gil:
+    cdef NativeEngine engine = <NativeEngine>context
+    try:
+        PyErr_CheckSignals()  # runs the Python signal handlers: Ctrl-C sets the interrupt flag
+        found = engine._watch.resources_exceeded() if engine._watch is not None else None
+        reason[0] = CODES[found] if found else 0
+        return 0
+    except BaseException as exc:
+        engine._error = exc
+        return -1
+
+
+cdef class NativeEngine:
+    """The native engine for one actor's share of a search of ``problem`` (the arguments
+    are :class:`~dcmap_dist.search.explorer.Explorer`'s), answering the calls of
+    :class:`~dcmap_dist.search.engine.Engine` as the Python engine does."""
+
+    cdef unique_ptr[EngineBase] core
+    cdef Oracle oracle
+    cdef readonly int width  # words per mask
+    cdef readonly int n
+    cdef public object problem
+    cdef object _watch
+    cdef object _error
+    cdef list _messages  # id -> the message the search holds
+    cdef dict _message_ids
+    cdef dict _ints  # mask id -> its Python int
+    cdef dict _item_tuples  # item id -> (members, message)
+    cdef dict _frontiers  # sequence id -> tuple of items
+    cdef dict _mask_tuples  # sequence id -> tuple of ints
+    cdef object _alpha, _seed, _owner, _shard_index, _shards, _notify
+
+    def __init__(self, problem, alpha=0.6, seed=0, owner=None, shard_index=0, shards=1, notify=False):
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
+        topo = problem.topo
+        if topo.n > MAX_NODES:
+            raise ValueError(f"the native engine takes networks of up to {MAX_NODES} nodes, not {topo.n}")
+        self.problem = problem
+        self.n = topo.n
+        self.width = words_for(topo.n)
+        self._messages = []
+        self._message_ids = {}
+        self._ints = {}
+        self._item_tuples = {}
+        self._frontiers = {}
+        self._mask_tuples = {}
+        self._watch = None
+        self._error = None
+        self._alpha, self._seed, self._owner = alpha, seed, owner
+        self._shard_index, self._shards, self._notify = shard_index, shards, notify
+        cdef TopologyData data
+        data.n = topo.n
+        data.l_max = topo.l_max
+        data.layer = list(topo.layer)
+        data.parents = self._words_of(topo.parents)
+        data.children = self._words_of(topo.children)
+        data.neighbours = self._words_of(topo.neighbours)
+        data.anc = self._words_of(topo.anc)
+        data.desc = self._words_of(topo.desc)
+        data.layer_mask = self._words_of(topo.layer_mask)
+        data.above = self._words_of(topo.above)
+        cdef EngineOptions options
+        options.single_scheme = problem.scheme == "single"
+        options.full_keys = problem.keys.kind == "full"
+        options.has_estimator = problem._estimator is not None
+        options.alpha = alpha
+        options.has_owner = owner is not None
+        options.owner = 0 if owner is None else owner
+        options.shard_index = shard_index
+        options.shards = shards
+        options.notify = notify
+        self.oracle.context = <void*>self
+        self.oracle.cost = _cost
+        self.oracle.bound = _bound
+        self.oracle.estimate = _estimate
+        self.oracle.resources = _resources
+        self.core = make_engine(data, options, self.oracle)
+        self._set_random_state(random.Random(seed).getstate())
+
+    def __reduce__(self):
+        """Pickled as what rebuilds it (its problem's definition and its own arguments) and
+        its state, which the receiving process loads (Engine.restore): one blob."""
+        problem = self.problem
+        definition = (problem.network, problem.model, problem.scheme, problem.graph, problem.keys.kind,
+                      problem.use_bound)
+        return _rebuild, (definition, self._alpha, self._seed, self._owner, self._shard_index, self._shards,
+                          self._notify, self.export(), self.iterations, self.g_min, self.random_state())
+
+    # -- values: Python ints and messages <-> ids ---------------------------------------------
+    cdef vector[uint64_t] _words_of(self, masks) except *:
+        cdef vector[uint64_t] out
+        for mask in masks:
+            data = int(mask).to_bytes(8 * self.width, "little")
+            for k in range(self.width):
+                out.push_back(int.from_bytes(data[8 * k:8 * k + 8], "little"))
+        return out
+
+    cdef object _int(self, const uint64_t* words):
+        return int.from_bytes((<char*>words)[:8 * self.width], "little")
+
+    cdef Id _mask(self, object value) except? 0xFFFFFFFF:
+        """The id of a node or component mask: an int of 0 to n bits (ValueError otherwise)."""
+        cdef uint64_t words[8]
+        if type(value) is not int or value < 0 or value >> self.n:
+            raise ValueError(f"{value!r} is not a mask of the network's {self.n} nodes")
+        data = value.to_bytes(8 * self.width, "little")
+        memcpy(words, <const char*>data, 8 * self.width)
+        return self.core.get().mask(words)
+
+    cdef object _py_mask(self, Id mask):
+        found = self._ints.get(mask)
+        if found is None:
+            found = self._ints[mask] = self._mask_int(mask)
+        return found
+
+    cdef object _mask_int(self, Id mask):
+        cdef uint64_t words[8]
+        self.core.get().mask_words(mask, words)
+        return self._int(words)
+
+    cdef Id _message(self, object held) except? 0xFFFFFFFF:
+        found = self._message_ids.get(held)
+        if found is None:
+            found = self._message_ids[held] = len(self._messages)
+            self._messages.append(held)
+        return found
+
+    cdef Id _item(self, object item) except? 0xFFFFFFFF:
+        if type(item) is not tuple or len(item) != 2:
+            raise ValueError(f"a frontier cluster-layer must be (members, message), not {item!r}")
+        members = self._mask(item[0])
+        if members == self.core.get().zero_mask():
+            raise ValueError("a frontier cluster-layer of no nodes")
+        return self.core.get().item(members, self._message(item[1]))
+
+    cdef object _py_item(self, Id item):
+        found = self._item_tuples.get(item)
+        if found is None:
+            found = self._item_tuples[item] = self._item_tuple(item)
+        return found
+
+    cdef object _item_tuple(self, Id item):
+        cdef Id members, message
+        self.core.get().item_of(item, &members, &message)
+        return (self._py_mask(members), self._messages[message])
+
+    cdef Id _mask_seq(self, object masks, bint nonzero) except? 0xFFFFFFFF:
+        cdef vector[Id] ids
+        if type(masks) is not tuple:
+            raise ValueError(f"a tuple of masks expected, not {type(masks).__name__}")
+        for mask in masks:
+            ids.push_back(self._mask(mask))
+            if nonzero and ids.back() == self.core.get().zero_mask():
+                raise ValueError("an empty component or join")
+        return self.core.get().seq(ids)
+
+    cdef Id _item_seq(self, object items) except? 0xFFFFFFFF:
+        cdef vector[Id] ids
+        if type(items) is not tuple:
+            raise ValueError(f"a tuple of frontier cluster-layers expected, not {type(items).__name__}")
+        for item in items:
+            ids.push_back(self._item(item))
+        return self.core.get().seq(ids)
+
+    cdef object _py_masks(self, Id seq):
+        found = self._mask_tuples.get(seq)
+        if found is None:
+            found = self._mask_tuples[seq] = tuple([self._py_mask(m) for m in self.core.get().seq_of(seq)])
+        return found
+
+    cdef object _py_items(self, Id seq):
+        found = self._frontiers.get(seq)
+        if found is None:
+            found = self._frontiers[seq] = tuple([self._py_item(i) for i in self.core.get().seq_of(seq)])
+        return found
+
+    cdef Id _bigmask(self, object value) except? 0xFFFFFFFF:
+        cdef vector[uint64_t] words
+        if type(value) is not int or value < 0:
+            raise ValueError(f"{value!r} is not a mask")
+        while value:
+            words.push_back(value & 0xFFFFFFFFFFFFFFFF)
+            value >>= 64
+        return self.core.get().bigmask(words)
+
+    cdef object _py_bigmask(self, Id id):
+        value = 0
+        for k, word in enumerate(self.core.get().bigmask_of(id)):
+            value |= word << (64 * k)
+        return value
+
+    # -- branches -------------------------------------------------------------------------------
+    cdef Branch_ _branch(self, object b) except *:
+        """A Python Branch as the core's record (ValueError naming what is wrong)."""
+        cdef Branch_ out
+        if not isinstance(b, Branch):
+            raise ValueError(f"a Branch expected, not {type(b).__name__}")
+        if not isinstance(b.layer, int) or not isinstance(b.link, int) or not isinstance(b.fixed, int):
+            raise ValueError("a branch's layer, link and fixed must be ints")
+        out.layer = b.layer
+        out.assigned = LAYER_DONE if b.assigned == -1 else self._mask(b.assigned)
+        out.comps = self._mask_seq(b.comps, True)
+        out.frontier = self._item_seq(b.frontier)
+        out.cost = b.cost
+        out.joins = self._mask_seq(b.joins, True)
+        if b.link < -1:
+            raise ValueError(f"a branch's link record {b.link} is negative")
+        out.link = b.link
+        out.estimate = b.estimate
+        out.bound = b.bound
+        out.fixed = self._mask(b.fixed)
+        if math.isnan(out.cost) or math.isnan(out.bound) or math.isnan(out.estimate):
+            raise ValueError("a branch's costs must be numbers, not nan")
+        return out
+
+    cdef object _py_branch(self, const Branch_& b):
+        return Branch(b.layer, -1 if b.assigned == LAYER_DONE else self._py_mask(b.assigned),
+                      self._py_masks(b.comps), self._py_items(b.frontier), b.cost, self._py_masks(b.joins),
+                      b.link, b.estimate, b.bound, self._py_mask(b.fixed))
+
+    cdef list _py_branches(self, const vector[Branch_]& branches):
+        cdef size_t k
+        return [self._py_branch(branches[k]) for k in range(branches.size())]
+
+    # -- keys: the Python engine's tuples (search/keys.py) <-> the core's records ---------------
+    cdef Key_ _key(self, object key) except *:
+        cdef Key_ out
+        if type(key) is not tuple or len(key) not in (3, 4):
+            raise ValueError(f"a link key must be a tuple of 3 (full) or 4 (lean) parts, not {key!r}")
+        head = key[0]
+        if len(key) == 4:  # lean: (head, items, shape, blocked)
+            if type(head) is int:
+                out.kind, out.layer = LEAN_DONE, head
+                out.a, out.b, out.c = self._item_seq(key[1]), self._mask_seq(key[2], False), self._bigmask(key[3])
+            else:
+                self._check_head(head, 4)
+                out.kind, out.layer = LEAN_INSIDE, head[0]
+                out.a, out.b, out.c = self._mask(head[1]), self._mask(head[2]), self._mask(head[3])
+                out.d, out.e, out.f = self._item_seq(key[1]), self._mask_seq(key[2], False), self._bigmask(key[3])
+        else:  # full: (head, comps, frontier)
+            if type(head) is int:
+                out.kind, out.layer = FULL_DONE, head
+                out.a, out.b = self._mask_seq(key[1], True), self._item_seq(key[2])
+            else:
+                self._check_head(head, 3)
+                out.kind, out.layer = FULL_INSIDE, head[0]
+                out.a, out.b = self._mask(head[1]), self._mask(head[2])
+                out.c, out.d = self._mask_seq(key[1], True), self._item_seq(key[2])
+        return out
+
+    cdef int _check_head(self, object head, int size) except -1:
+        if type(head) is not tuple or len(head) != size or type(head[0]) is not int:
+            raise ValueError(f"a link key's head must be (layer, ...) of {size} ints, not {head!r}")
+        return 0
+
+    cdef object _py_key(self, const Key_& k):
+        if k.kind == LEAN_DONE:
+            return (k.layer, self._py_items(k.a), self._py_masks(k.b), self._py_bigmask(k.c))
+        if k.kind == LEAN_INSIDE:
+            head = (k.layer, self._py_mask(k.a), self._py_mask(k.b), self._py_mask(k.c))
+            return (head, self._py_items(k.d), self._py_masks(k.e), self._py_bigmask(k.f))
+        if k.kind == FULL_DONE:
+            return (k.layer, self._py_masks(k.a), self._py_items(k.b))
+        return ((k.layer, self._py_mask(k.a), self._py_mask(k.b)), self._py_masks(k.c), self._py_items(k.d))
+
+    cdef vector[Arrival_] _arrivals(self, arrivals) except *:
+        cdef vector[Arrival_] out
+        cdef Arrival_ a
+        for key, branch in arrivals:
+            a.key = self._key(key)
+            a.branch = self._branch(branch)
+            out.push_back(a)
+        return out
+
+    cdef int _record(self, object record) except -1:
+        if type(record) is not int or not 0 <= record < (1 << 63) or (record & ((1 << 36) - 1)) >= MAX_SERIAL:
+            raise ValueError(f"{record!r} is not a link record id")
+        return 0
+
+    # -- the Engine protocol ------------------------------------------------------------------
+    @property
+    def iterations(self):
+        """Expansions made by this engine (with those before a :meth:`restore`)."""
+        return self.core.get().iterations()
+
+    @property
+    def g_min(self):
+        """The cost of the best complete mapping known here (inf: none)."""
+        return self.core.get().g_min()
+
+    @property
+    def link_records(self):
+        """Keys in this engine's shard of the link table (0 without one)."""
+        return self.core.get().link_records()
+
+    def start(self, first, watch):
+        """Begin a search at its root, ``first`` (a complete mapping) bounding it from the start."""
+        self.place(0, 0.0, watch)
+        self.core.get().start(self._branch(first), self._branch(self.problem.root()))
+
+    def restore(self, state, iterations=0, g_min=math.inf, random_state=None, seconds=0.0):
+        """Go on from where a search stood: its counters, then its ``state`` (:meth:`load`)."""
+        self.core.get().set_counters(iterations, g_min, seconds)
+        if random_state is not None:
+            self._set_random_state(random_state)
+        self.load(state)
+
+    def hear(self, g_min, dominated=()):
+        """News from the other actors: a ``G_min`` found elsewhere, records dominated elsewhere."""
+        self.core.get().hear(g_min)
+        for record in dominated:
+            self._record(record)
+            self.core.get().add_dominated(record)
+
+    def place(self, iterations, seconds, watch=None):
+        """Where this engine stands in the whole search (see Explorer.place)."""
+        self.core.get().place(iterations, seconds, watch is not None, watch.start if watch is not None else 0.0)
+
+    def random_state(self):
+        """The state of its random generator, as ``random.Random.getstate()`` gives it."""
+        cdef vector[uint32_t] words = self.core.get().random_state()
+        return (3, tuple(words), None)
+
+    def _set_random_state(self, state):
+        if type(state) is not tuple or len(state) != 3 or state[0] != 3 or len(state[1]) != 625:
+            raise ValueError("a random state as random.Random.getstate() gives it expected")
+        cdef vector[uint32_t] words = list(state[1][:624])
+        self.core.get().set_random_state(words, state[1][624])
+
+    def step(self, watch, until=None, max_iterations=None):
+        """Run the loop until the open set is empty (``idle``), the clock passes ``until``
+        (``budget``), this engine's iterations reach ``max_iterations``, or a limit of
+        ``watch`` is reached (its name). The GIL is released meanwhile."""
+        cdef double deadline = math.nan if until is None else until
+        cdef int64_t most = -1 if max_iterations is None else max_iterations
+        limit = watch.limits.max_iterations
+        cdef int64_t watch_most = -1 if limit is None else limit
+        cdef double start = watch.start
+        cdef int code
+        self._watch = watch
+        self._error = None
+        with nogil:
+            code = self.core.get().step(deadline, most, watch_most, True, start)
+        if code < 0:
+            error, self._error = self._error, None
+            raise error
+        return REASONS[code]
+
+    def collector_paused(self):
+        """The Python engine pauses the cycle collector while it takes branches in; the
+        native engine makes no Python objects to collect."""
+        return contextlib.nullcontext()
+
+    def offer(self, key, branch):
+        """Settle ``branch`` at ``key`` in this engine's shard; the branch, linked, if it goes on."""
+        cdef Branch_ survivor
+        if self.core.get().offer(self._key(key), self._branch(branch), &survivor):
+            return self._py_branch(survivor)
+        return None
+
+    def receive(self, arrivals):
+        """Settle completions sent by other actors; keep the survivors."""
+        self.core.get().receive(self._arrivals(arrivals))
+
+    def adopt(self, branches):
+        """Take over open branches."""
+        for branch in branches:
+            self.core.get().adopt(self._branch(branch))
+
+    def load(self, state):
+        """Take over a share of the search: its link records and their histories (into this
+        engine's shard, if it has one), dominated records, open branches, then completions
+        in flight settled against those records. ValueError for a malformed state."""
+        if self.core.get().has_shard():
+            for key, entry in state.entries.items():
+                self._record(entry.record)
+                self.core.get().load_entry(self._key(key), entry.best, entry.record)
+            for record, held in state.histories.items():
+                self._record(record)
+                self.core.get().load_histories(record, bytes(held))
+        for record in state.dominated:
+            self._record(record)
+            self.core.get().add_dominated(record)
+        self.adopt(state.branches)
+        self.receive(state.arrivals)
+
+    def export(self):
+        """This engine's share of the search as plain data (what :meth:`load` takes)."""
+        cdef vector[pair[Key_, Entry_]] held = self.core.get().entries()
+        cdef size_t k
+        entries = {self._py_key(held[k].first): Entry(held[k].second.best, held[k].second.record)
+                   for k in range(held.size())}
+        histories = HistoryTable()
+        cdef string run
+        for record in self.core.get().history_ids():
+            if self.core.get().histories(record, &run):
+                for data in histories_of(run):
+                    histories.add(record, data)
+        return SearchState(self.open_branches(), [], entries, histories, set(self.core.get().dominated_records()))
+
+    def take_outbox(self):
+        """The completions waiting to be sent, by owner; the outbox is emptied."""
+        cdef vector[pair[int, vector[Arrival_]]] outbox = self.core.get().take_outbox()
+        cdef size_t k, j
+        return {outbox[k].first: [(self._py_key(outbox[k].second[j].key), self._py_branch(outbox[k].second[j].branch))
+                                  for j in range(outbox[k].second.size())]
+                for k in range(outbox.size())}
+
+    def take_improvements(self):
+        """The improvements found since the last call."""
+        cdef vector[Improvement_] found = self.core.get().take_improvements()
+        cdef size_t k
+        return [Improvement(found[k].iteration, found[k].seconds, found[k].cost,
+                            (None if found[k].link == NO_LINK else found[k].link, *self._py_masks(found[k].joins)))
+                for k in range(found.size())]
+
+    def take_notices(self):
+        """The records this shard dominated since the last call (with ``notify``)."""
+        return list(self.core.get().take_notices())
+
+    def take_open(self):
+        """Every queued branch still worth expanding, cheapest first, taken out."""
+        return self._py_branches(self.core.get().take_open())
+
+    def least_bound(self):
+        """The least bound over every branch held here, outbox included (inf if none)."""
+        return self.core.get().least_bound()
+
+    def open_count(self):
+        """Open branches held here (queue and active), not counting the outbox."""
+        return self.core.get().open_count()
+
+    def open_branches(self):
+        """Every open branch held here (the active one first), without removing them."""
+        return self._py_branches(self.core.get().open_branches())
+
+    def final_entry(self):
+        """The link table's entry of the complete mappings, if this engine's shard holds it."""
+        cdef Entry_ found
+        if self.core.get().final_entry(&found):
+            return Entry(found.best, found.record)
+        return None
+
+    def lookup(self, records):
+        """The histories of those of ``records`` that this engine's shard holds."""
+        cdef string run
+        found = {}
+        for record in records:
+            if type(record) is int and 0 <= record < (1 << 63) and self.core.get().histories(record, &run):
+                found[record] = bytes(run)
+        return found
+
+    # -- for tests and benchmarks ----------------------------------------------------------------
+    def link_key(self, branch):
+        """The link key of a branch, made by the core (search/keys.py's tuple)."""
+        return self._py_key(self.core.get().key_of(self._branch(branch)))
+
+    def route(self, key, shards):
+        """The shard that owns ``key`` (search/linking.py's route), computed by the core."""
+        return self.core.get().route(self._key(key), shards)
+
+    def footprint(self):
+        """What the core holds, by structure: ``{name: (items, bytes)}`` (open branches, link
+        records, histories, dominated, bound memo, cost memo, other memos, values)."""
+        cdef Footprint f = self.core.get().footprint()
+        return {"open branches": (f.open_branches, f.queue), "link records": (f.link_records, f.link_table),
+                "histories": (f.histories_count, f.histories), "dominated": (f.dominated_count, f.dominated),
+                "bound memo": (f.bound_entries, f.bound_memo), "cost memo": (f.cost_entries, f.cost_memo),
+                "other memos": (0, f.other_memos), "values": (f.values_count, f.values)}
+
+
+def _rebuild(definition, alpha, seed, owner, shard_index, shards, notify, state, iterations, g_min, random_state):
+    from .problem import Problem
+
+    network, model, scheme, graph, link_key, use_bound = definition
+    problem = Problem(network, model, scheme, graph=graph, link_key=link_key, use_bound=use_bound)
+    engine = NativeEngine(problem, alpha, seed, owner, shard_index, shards, notify)
+    engine.restore(state, iterations, g_min, random_state)
+    return engine

@@ -104,6 +104,23 @@ def test_bnlearn_networks_run_the_same_trajectory_on_both_engines(name, iteratio
     compare(network, load_cost("dcmap"), iterations // 2, link_key="full")
 
 
+def test_collecting_the_store_changes_nothing_of_the_search():
+    """The core drops the sequences nothing holds (and renumbers the rest) as its store
+    grows: a search collected every 500 iterations runs the Python engine's trajectory."""
+    python, native = engines()
+    network = load_network("child")
+    expected = trajectory(*run(python, network, load_cost("dcmap"), 6000))
+    engine, stop = run(native, network, load_cost("dcmap"), 1)
+    watch = Stopwatch(Limits(max_iterations=6000))
+    while stop == "max_iterations" and engine.iterations < 6000:
+        engine.collect()
+        stop = engine.step(watch, max_iterations=engine.iterations + 500)
+    assert engine.collections() >= 12
+    got = trajectory(engine, stop)
+    differ = [name for name in expected if expected[name] != got[name]]
+    assert not differ, f"a collected search differs in {differ}"
+
+
 @pytest.mark.parametrize("seed", [3, 8, 21])
 def test_a_shard_of_two_sends_and_notifies_as_the_python_engine_does(seed):
     """Shard 0 of 2: completions whose keys the other shard owns go to the outbox (routed

@@ -71,7 +71,7 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         Id joins
 
     cdef cppclass Footprint:
-        size_t values, values_count, cost_memo, cost_entries, bound_memo, bound_entries, other_memos
+        size_t values, values_count, masks, masks_count, seqs, seqs_count, cost_memo, cost_entries, bound_memo, bound_entries, other_memos
         size_t link_table, link_records, histories, histories_count, queue, open_branches, dominated
         size_t dominated_count
 
@@ -144,6 +144,8 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         cbool histories(int64_t, string*) except +
         vector[int64_t] dominated_records() except +
         Footprint footprint()
+        uint64_t collections()
+        void collect() except +
 
     unique_ptr[EngineBase] make_engine(const TopologyData&, const EngineOptions&, const Oracle&) except +
     int words_for(int)
@@ -229,6 +231,7 @@ cdef class NativeEngine:
     cdef dict _frontiers  # sequence id -> tuple of items
     cdef dict _mask_tuples  # sequence id -> tuple of ints
     cdef object _alpha, _seed, _owner, _shard_index, _shards, _notify
+    cdef uint64_t _collections  # the core's collections of its sequences: their ids change each time
 
     def __init__(self, problem, alpha=0.6, seed=0, owner=None, shard_index=0, shards=1, notify=False):
         if not 0.0 <= alpha <= 1.0:
@@ -542,10 +545,28 @@ cdef class NativeEngine:
         self._error = None
         with nogil:
             code = self.core.get().step(deadline, most, watch_most, True, start)
+        self._forget_sequences()
         if code < 0:
             error, self._error = self._error, None
             raise error
         return REASONS[code]
+
+    def collections(self):
+        """How many times the core has collected its store (for tests and measurements)."""
+        return self.core.get().collections()
+
+    def collect(self):
+        """Drop the core's sequences nothing holds any longer now (a step does it as the
+        store grows; for tests and measurements)."""
+        self.core.get().collect()
+        self._forget_sequences()
+
+    cdef _forget_sequences(self):
+        """After a collection the core's sequence ids changed: forget their tuples."""
+        if self.core.get().collections() != self._collections:
+            self._collections = self.core.get().collections()
+            self._frontiers.clear()
+            self._mask_tuples.clear()
 
     def collector_paused(self):
         """The Python engine pauses the cycle collector while it takes branches in; the
@@ -667,7 +688,8 @@ cdef class NativeEngine:
         return {"open branches": (f.open_branches, f.queue), "link records": (f.link_records, f.link_table),
                 "histories": (f.histories_count, f.histories), "dominated": (f.dominated_count, f.dominated),
                 "bound memo": (f.bound_entries, f.bound_memo), "cost memo": (f.cost_entries, f.cost_memo),
-                "other memos": (0, f.other_memos), "values": (f.values_count, f.values)}
+                "other memos": (0, f.other_memos), "values": (f.values_count, f.values),
+                "of which masks": (f.masks_count, f.masks), "of which sequences": (f.seqs_count, f.seqs)}
 
 
 def _rebuild(definition, alpha, seed, owner, shard_index, shards, notify, state, iterations, g_min, random_state):

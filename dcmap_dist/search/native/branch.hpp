@@ -52,6 +52,23 @@ struct Key {
     }
 };
 
+// The sequences a branch and a key hold (by the key's kind), for a collection of the store.
+template <class F>
+void each_sequence(Branch& b, F&& f) {
+    f(b.comps);
+    f(b.frontier);
+    f(b.joins);
+}
+template <class F>
+void each_sequence(Key& k, F&& f) {
+    switch (k.kind) {
+        case LEAN_DONE: f(k.a), f(k.b); break;
+        case LEAN_INSIDE: f(k.d), f(k.e); break;
+        case FULL_DONE: f(k.a), f(k.b); break;
+        default: f(k.c), f(k.d); break;
+    }
+}
+
 struct Entry {  // a key's best cost and the record of that arrival
     double best;
     int64_t record;

@@ -63,6 +63,13 @@ class BranchQueue {
         return out;
     }
 
+    // Calls f(branch) on every queued branch, which it may rewrite in place.
+    template <class F>
+    void each_branch(F&& f) {
+        for (const QEntry& entry : entries_)
+            if (entry.branch != NONE && entry.refs > 0) f(branches_[entry.branch]);
+    }
+
     double least_bound() const {
         double least = std::numeric_limits<double>::infinity();
         for (Id id : by_cost_)

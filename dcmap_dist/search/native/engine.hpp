@@ -38,6 +38,7 @@ struct EngineOptions {
 
 struct Footprint {  // bytes held by each structure, and how many items it holds
     size_t values, values_count;       // interned masks, items, sequences and long masks
+    size_t masks, masks_count, seqs, seqs_count;  // of which masks and sequences
     size_t cost_memo, cost_entries;
     size_t bound_memo, bound_entries;
     size_t other_memos;                // node-set facts, reach, estimates
@@ -103,6 +104,8 @@ class EngineBase {
     virtual bool histories(int64_t record, std::string* out) = 0;
     virtual std::vector<int64_t> dominated_records() const = 0;
     virtual Footprint footprint() const = 0;
+    virtual uint64_t collections() const = 0;  // of the store's sequences: ids changed each time
+    virtual void collect() = 0;                 // collects the store's sequences now
 };
 
 template <int W>
@@ -252,6 +255,8 @@ class Engine final : public EngineBase {
         return true;
     }
     std::vector<int64_t> dominated_records() const override { return x_.dominated().records(); }
+    uint64_t collections() const override { return x_.collections(); }
+    void collect() override { x_.collect(); }
     Footprint footprint() const override {
         const Explorer<W>& x = x_;
         const Store<W>& s = store();
@@ -261,6 +266,10 @@ class Engine final : public EngineBase {
         Footprint f{};
         f.values = s.bytes();
         f.values_count = s.masks.size() + s.items.size() + s.seqs.size() + s.words.size();
+        f.masks = s.masks.bytes();
+        f.masks_count = s.masks.size();
+        f.seqs = s.seqs.bytes();
+        f.seqs_count = s.seqs.size();
         f.cost_memo = p.cost_memo_bytes();
         f.cost_entries = p.cost_entries();
         f.bound_memo = p.bound_memo_bytes();

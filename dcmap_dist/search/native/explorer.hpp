@@ -155,6 +155,7 @@ class Explorer {
         std::vector<Branch>& children = children_;
         std::vector<Branch>& survivors = survivors_;
         while (true) {
+            if (problem.store.seqs.size() >= next_collection_) collect();
             if (max_iterations >= 0 && iterations_ >= max_iterations) return MAX_ITERATIONS;
             if (watch_max >= 0 && iterations_ >= watch_max) return MAX_ITERATIONS;
             if (turns_++ % 128 == 0) {
@@ -243,6 +244,45 @@ class Explorer {
     }
 
     size_t queue_bytes() const { return queue_.bytes(); }
+    uint64_t collections() const { return collections_; }
+
+    // Drops the store's sequences nothing holds any longer (the components of the branches
+    // expanded, the frontiers of the children pruned...) and renumbers the others wherever
+    // they are held: their ids change, nothing else.
+    void collect() {
+        Store<W>& s = problem.store;
+        std::vector<uint8_t> live(s.seqs.size(), 0);
+        auto mark = [&](Id& seq) { live[seq] = 1; };
+        live[s.empty_seq] = 1;
+        queue_.each_branch([&](Branch& b) { each_sequence(b, mark); });
+        if (active_) each_sequence(*active_, mark);
+        for (auto& [owner, batch] : outbox_)
+            for (Arrival& a : batch) {
+                each_sequence(a.branch, mark);
+                each_sequence(a.key, mark);
+            }
+        for (Improvement& found : improvements_) mark(found.joins);
+        each_sequence(keys.final_key, mark);
+        if (shard_) shard_->mark(live);
+        problem.mark(live);
+        std::vector<Id> renumbered = s.seqs.compact(live);
+        auto renumber = [&](Id& seq) { seq = renumbered[seq]; };
+        s.empty_seq = renumbered[s.empty_seq];
+        queue_.each_branch([&](Branch& b) { each_sequence(b, renumber); });
+        if (active_) each_sequence(*active_, renumber);
+        for (auto& [owner, batch] : outbox_)
+            for (Arrival& a : batch) {
+                each_sequence(a.branch, renumber);
+                each_sequence(a.key, renumber);
+            }
+        for (Improvement& found : improvements_) renumber(found.joins);
+        each_sequence(keys.final_key, renumber);
+        if (shard_) shard_->renumber(renumbered);
+        problem.renumber(renumbered);
+        sent_.clear();  // a filter only: what it forgets is sent again, and refused there
+        ++collections_;
+        next_collection_ = std::max<size_t>(2 * s.seqs.size(), FIRST_COLLECTION);
+    }
 
    private:
     double alpha_;
@@ -258,6 +298,9 @@ class Explorer {
     double time_offset_ = 0.0;
     std::optional<double> clock_start_;
     uint64_t turns_ = 0;
+    static constexpr size_t FIRST_COLLECTION = size_t{1} << 17;  // sequences in the store
+    size_t next_collection_ = FIRST_COLLECTION;
+    uint64_t collections_ = 0;
     std::vector<Improvement> improvements_;
     std::vector<int64_t> notices_;
     std::vector<std::pair<int, std::vector<Arrival>>> outbox_;

@@ -56,6 +56,18 @@ class LinkShard {
     void load(const Key& key, Entry entry) { entries_.at(key, entry) = entry; }
 
     const Entry* find(const Key& key) const { return entries_.find(key); }
+    void mark(std::vector<uint8_t>& live) const {
+        for (Id id = 0; id < entries_.size(); ++id) {
+            Key k = entries_.key(id);
+            each_sequence(k, [&](Id& seq) { live[seq] = 1; });
+        }
+    }
+    void renumber(const std::vector<Id>& renumbered) {
+        entries_.rewrite_keys([&](Key k) {
+            each_sequence(k, [&](Id& seq) { seq = renumbered[seq]; });
+            return k;
+        });
+    }
     size_t size() const { return entries_.size(); }
     const Key& key(Id id) const { return entries_.key(id); }
     const Entry& entry(Id id) const { return entries_.value(id); }

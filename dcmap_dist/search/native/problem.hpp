@@ -7,10 +7,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -88,6 +88,7 @@ class Problem {
         if (b.layer_done() || proposal < 0) throw std::logic_error("a branch with nothing to propose was expanded");
         Expansion& x = x_;
         x.layer = b.layer;
+        x.frontier_id = b.frontier;
         x.comps.assign(store.seq(b.comps).begin(), store.seq(b.comps).end());
         x.frontier.assign(store.seq(b.frontier).begin(), store.seq(b.frontier).end());
         x.free = topo.layer_mask[b.layer].minus(store.mask(b.assigned));
@@ -107,34 +108,86 @@ class Problem {
         }
     }
 
+    // The frontiers the bound memo's keys hold: marked live in a collection, then renumbered.
+    void mark(std::vector<uint8_t>& live) const {
+        for (Id id = 0; id < bounds_.size(); ++id) live[bounds_.key(id).frontier] = 1;
+    }
+    void renumber(const std::vector<Id>& renumbered) {
+        bounds_.rewrite_keys([&](BoundKey k) {
+            k.frontier = renumbered[k.frontier];
+            return k;
+        });
+        frontier_steps_.clear();  // keyed by sequence ids
+        layer_steps_.clear();
+    }
+
     size_t cost_memo_bytes() const { return cost_keys_.bytes() + cost_values_.capacity() * sizeof(CostValue); }
     size_t bound_memo_bytes() const { return bounds_.bytes(); }
-    size_t estimate_memo_bytes() const { return estimates_.size() * (sizeof(Id) + sizeof(double) + 32); }
+    size_t estimate_memo_bytes() const { return estimates_.bytes(); }
     size_t cost_entries() const { return cost_values_.size(); }
     size_t bound_entries() const { return bounds_.size(); }
 
    private:
+    static constexpr int FRONTIER_STEP_ITEMS = 4;  // a child's frontier from its parent's is cached up to this
     struct CostValue {
         double cost;
         Id item;
     };
-    struct BoundKey {
-        int32_t layer;
-        Id assigned;
-        Id frontier;
+    struct BoundKey {  // (layer, assigned, frontier): assigned none when the layer is complete
+        int32_t layer = 0;
+        int32_t done = 0;
+        Mask assigned;
+        Id frontier = NONE;
         bool operator==(const BoundKey& o) const {
-            return layer == o.layer && assigned == o.assigned && frontier == o.frontier;
+            return layer == o.layer && done == o.done && frontier == o.frontier && assigned == o.assigned;
         }
         uint64_t hash() const {
-            return mix64((static_cast<uint64_t>(static_cast<uint32_t>(layer)) << 32) ^ assigned) ^
-                   (static_cast<uint64_t>(frontier) * 0x9E3779B97F4A7C15ull);
+            return mix64((static_cast<uint64_t>(static_cast<uint32_t>(layer)) << 33) ^ (static_cast<uint64_t>(done) << 32) ^
+                         frontier) ^ assigned.hash();
         }
     };
+    struct RestKey {  // the nodes left: the estimate memo's key
+        Mask rest;
+        bool operator==(const RestKey& o) const { return rest == o.rest; }
+        uint64_t hash() const { return rest.hash(); }
+    };
+    // a child's frontier from its parent's: (parent frontier, layer, complete or not, the
+    // items added: the joined cluster-layer's, then each single's)
+    struct FrontierStep {
+        Id parent = NONE;
+        int32_t layer = 0;
+        uint32_t done_and_count = 0;  // bit 31: the layer is complete; the rest: how many items added
+        std::array<Id, FRONTIER_STEP_ITEMS> added{};
+        bool operator==(const FrontierStep& o) const {
+            return parent == o.parent && layer == o.layer && done_and_count == o.done_and_count && added == o.added;
+        }
+        uint64_t hash() const {
+            uint64_t h = mix64((static_cast<uint64_t>(parent) << 32) ^ static_cast<uint32_t>(layer) ^
+                               (static_cast<uint64_t>(done_and_count) << 40));
+            for (Id a : added) h = mix64(h ^ a);
+            return h;
+        }
+    };
+    // a new cluster-layer's cost and item in an expansion (its frontier and layer fix what it reads)
+    struct LayerStep {
+        Id frontier = NONE;
+        int32_t layer = 0;
+        Mask nodes, cluster;
+        bool operator==(const LayerStep& o) const {
+            return frontier == o.frontier && layer == o.layer && nodes == o.nodes && cluster == o.cluster;
+        }
+        uint64_t hash() const {
+            return mix64((static_cast<uint64_t>(frontier) << 32) ^ static_cast<uint32_t>(layer)) ^ nodes.hash() ^
+                   (cluster.hash() * 3);
+        }
+    };
+
     // what one expansion reads (search/problem.py's expand: `below`, `unfixed`, and its
     // per-expansion memos `single_costs` and `reach`), kept to be reused
     struct Expansion {
         int layer = 0;
-        std::vector<Id> comps, frontier, below;
+        Id frontier_id = NONE;  // the parent's frontier
+        std::vector<Id> comps, frontier, below, added;
         Mask free;
         std::vector<std::pair<int, Mask>> unfixed;  // (index, parents) of each unfixed component
         std::vector<std::pair<int, CostValue>> singles_known;
@@ -147,6 +200,8 @@ class Problem {
         std::vector<uint32_t> child_messages, item_messages;
     };
 
+    DirectCache<FrontierStep, Id, 16> frontier_steps_;
+    DirectCache<LayerStep, CostValue, 16> layer_steps_;
     Scheme scheme_;
     bool has_estimator_;
     Oracle oracle_;
@@ -155,7 +210,7 @@ class Problem {
     SeqInterner<Id> cost_keys_;  // (nodes mask, same mask, child item, ...)
     std::vector<CostValue> cost_values_;
     FlatMap<BoundKey, double> bounds_;
-    std::unordered_map<Id, double> estimates_;  // remaining nodes' mask -> the model's estimate
+    FlatMap<RestKey, double> estimates_;  // the nodes left -> the model's estimate
 
     // -- combinations (search/combinations.py) -------------------------------------------
     void combinations(int proposal, const Mask& fixed) {
@@ -264,30 +319,29 @@ class Problem {
         Expansion& x = x_;
         const int layer = b.layer;
         double cost = b.cost;
-        std::vector<Id>& frontier = x.scratch;
-        frontier.assign(x.frontier.begin(), x.frontier.end());
+        std::vector<Id>& added = x.added;
+        added.clear();
         Mask union_;
         if (joined.any()) {
             union_ = joined;
             merged.each([&](int j) { union_ |= store.mask(x.comps[j]); });
             CostValue c = new_cluster_layer(joined, union_);
             cost += c.cost;
-            frontier.push_back(c.item);
+            added.push_back(c.item);
         }
         Mask reachable = reach(merged);
         Mask singles = x.free.minus(joined).minus(reachable);
         singles.each([&](int i) {
             CostValue single = single_cost(i);
             cost += single.cost;
-            frontier.push_back(single.item);
+            added.push_back(single.item);
         });
         Mask assigned = store.mask(b.assigned) | joined | singles;
         const bool done = assigned == topo.layer_mask[layer];
-        if (done) read_later(frontier, layer);
-        Id frontier_id = store.seq(frontier);
-        Id assigned_id = done ? LAYER_DONE : store.mask(assigned);
-        double bound = cost + bound_of(layer, assigned_id, frontier_id);
+        Id frontier_id = child_frontier(layer, done, added);
+        double bound = cost + bound_of(layer, done, assigned, frontier_id);
         if (!within(bound, g_min)) return false;
+        Id assigned_id = done ? LAYER_DONE : store.mask(assigned);
         Id joins = b.joins;
         Mask fixed;
         std::vector<Id>& comps = x.new_comps;
@@ -332,8 +386,30 @@ class Problem {
         child.link = b.link;
         child.fixed = store.mask(fixed);
         child.bound = bound;
-        child.estimate = has_estimator_ ? cost + estimate_of(child) : bound;
+        child.estimate = has_estimator_ ? cost + estimate_of(layer, done, assigned) : bound;
         return true;
+    }
+
+    // the child's frontier: the parent's with the items `added`, kept for later when the
+    // layer is complete (search/problem.py's _apply)
+    Id child_frontier(int layer, bool done, const std::vector<Id>& added) {
+        Expansion& x = x_;
+        FrontierStep step;
+        bool cached = added.size() <= FRONTIER_STEP_ITEMS;
+        if (cached) {
+            step.parent = x.frontier_id;
+            step.layer = layer;
+            step.done_and_count = (done ? 0x80000000u : 0u) | static_cast<uint32_t>(added.size());
+            std::copy(added.begin(), added.end(), step.added.begin());
+            if (const Id* known = frontier_steps_.find(step)) return *known;
+        }
+        std::vector<Id>& frontier = x.scratch;
+        frontier.assign(x.frontier.begin(), x.frontier.end());
+        frontier.insert(frontier.end(), added.begin(), added.end());
+        if (done) read_later(frontier, layer);
+        Id id = store.seq(frontier);
+        if (cached) frontier_steps_.put(step, id);
+        return id;
     }
 
     Mask reach(const Mask& merged) {
@@ -359,7 +435,16 @@ class Problem {
     // the frontier cluster-layers of the expansion's `below` that hold a child of it
     CostValue new_cluster_layer(const Mask& nodes, const Mask& cluster) {
         Expansion& x = x_;
-        Id nodes_id = store.mask(nodes);
+        LayerStep step{x.frontier_id, x.layer, nodes, cluster};
+        if (const CostValue* known = layer_steps_.find(step)) return *known;
+        CostValue value = priced(nodes, store.mask(nodes), cluster);
+        layer_steps_.put(step, value);
+        return value;
+    }
+
+    // new_cluster_layer's value, from the cost memo (or the Oracle on a miss)
+    CostValue priced(const Mask& nodes, Id nodes_id, const Mask& cluster) {
+        Expansion& x = x_;
         Mask kids = facts.children_of(nodes_id);
         Mask same;
         std::vector<Id>& key = x.kept;
@@ -395,8 +480,12 @@ class Problem {
         return value;
     }
 
-    double bound_of(int layer, Id assigned, Id frontier) {
-        BoundKey key{layer, assigned, frontier};
+    double bound_of(int layer, bool done, const Mask& assigned, Id frontier) {
+        BoundKey key;
+        key.layer = layer;
+        key.done = done;
+        if (!done) key.assigned = assigned;
+        key.frontier = frontier;
         if (const double* known = bounds_.find(key)) return *known;
         Expansion& x = x_;
         auto items = store.seq(frontier);
@@ -408,25 +497,21 @@ class Problem {
             std::copy(m.w.begin(), m.w.end(), x.item_masks.begin() + k * W);
             x.item_messages[k] = item.message;
         }
-        Mask placed;
-        if (assigned != LAYER_DONE) placed = store.mask(assigned);
         double value = 0.0;
-        if (oracle_.bound(oracle_.context, layer, assigned == LAYER_DONE ? nullptr : placed.w.data(),
-                          x.item_masks.data(), x.item_messages.data(), items.size(), &value) != 0)
+        if (oracle_.bound(oracle_.context, layer, done ? nullptr : key.assigned.w.data(), x.item_masks.data(),
+                          x.item_messages.data(), items.size(), &value) != 0)
             throw CallbackFailed();
         bounds_.at(key, value) = value;
         return value;
     }
 
-    double estimate_of(const Branch& child) {
-        Mask rest = topo.above[child.layer];
-        if (!child.layer_done()) rest |= topo.layer_mask[child.layer].minus(store.mask(child.assigned));
-        Id rest_id = store.mask(rest);
-        auto found = estimates_.find(rest_id);
-        if (found != estimates_.end()) return found->second;
+    double estimate_of(int layer, bool done, const Mask& assigned) {
+        RestKey key{topo.above[layer]};
+        if (!done) key.rest |= topo.layer_mask[layer].minus(assigned);
+        if (const double* known = estimates_.find(key)) return *known;
         double value = 0.0;
-        if (oracle_.estimate(oracle_.context, rest.w.data(), &value) != 0) throw CallbackFailed();
-        estimates_.emplace(rest_id, value);
+        if (oracle_.estimate(oracle_.context, key.rest.w.data(), &value) != 0) throw CallbackFailed();
+        estimates_.at(key, value) = value;
         return value;
     }
 

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
-#include <functional>
+#include <utility>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -29,57 +29,56 @@ inline uint64_t mix64(uint64_t h) {
     return h;
 }
 
-// The slot array shared by the tables: finds or places an id whose value hashes to
-// `hash` and for which `same(id)` holds.
+// The slot array shared by the tables: a slot holds an id + 1 (0: empty) and 32 bits of
+// its value's hash, so that a probe compares a value only when those bits agree; the
+// table keeps every id's hash, so that growing it hashes nothing again.
 class SlotIndex {
    public:
-    SlotIndex() { rehash(16); }
+    SlotIndex() { slots_.assign(16, Slot{0, 0}); }
 
     template <class Same>
     Id find(uint64_t hash, Same&& same) const {
         size_t mask = slots_.size() - 1;
-        uint8_t tag = static_cast<uint8_t>(hash >> 56);
+        uint32_t check = static_cast<uint32_t>(hash >> 32);
         for (size_t at = hash & mask;; at = (at + 1) & mask) {
-            uint32_t held = slots_[at];
-            if (held == 0) return NONE;
-            if (tags_[at] == tag && same(held - 1)) return held - 1;
+            const Slot& slot = slots_[at];
+            if (slot.held == 0) return NONE;
+            if (slot.check == check && same(slot.held - 1)) return slot.held - 1;
         }
     }
 
-    // Places id `next` for a value that find() did not find (its hash `hash`).
+    // Places id `next` (the next id, its value's hash `hash`) for a value find() did not find.
     void place(uint64_t hash, Id next) {
-        if ((count_ + 1) * 8 > slots_.size() * 7) grow();
+        hashes_.push_back(hash);
+        if (hashes_.size() * 8 > slots_.size() * 7) grow();
         put(hash, next);
-        ++count_;
     }
 
-    size_t size() const { return count_; }
-    size_t bytes() const { return slots_.capacity() * (sizeof(uint32_t) + 1); }
-
-    // rebuilds the slots from every id's hash (after a growth)
-    std::function<uint64_t(Id)> hash_of;
+    size_t size() const { return hashes_.size(); }
+    size_t bytes() const { return slots_.capacity() * sizeof(Slot) + hashes_.capacity() * sizeof(uint64_t); }
+    void clear() {
+        slots_.assign(16, Slot{0, 0});
+        hashes_.clear();
+        hashes_.shrink_to_fit();
+    }
 
    private:
-    std::vector<uint32_t> slots_;
-    std::vector<uint8_t> tags_;
-    size_t count_ = 0;
+    struct Slot {
+        uint32_t held;
+        uint32_t check;
+    };
+    std::vector<Slot> slots_;
+    std::vector<uint64_t> hashes_;  // by id
 
-    void rehash(size_t capacity) {
-        slots_.assign(capacity, 0);
-        tags_.assign(capacity, 0);
-    }
     void put(uint64_t hash, Id id) {
         size_t mask = slots_.size() - 1;
         size_t at = hash & mask;
-        while (slots_[at] != 0) at = (at + 1) & mask;
-        slots_[at] = id + 1;
-        tags_[at] = static_cast<uint8_t>(hash >> 56);
+        while (slots_[at].held != 0) at = (at + 1) & mask;
+        slots_[at] = Slot{id + 1, static_cast<uint32_t>(hash >> 32)};
     }
     void grow() {
-        std::vector<uint32_t> old = std::move(slots_);
-        rehash(old.size() * 2);
-        for (uint32_t held : old)
-            if (held) put(hash_of(held - 1), held - 1);
+        slots_.assign(slots_.size() * 2, Slot{0, 0});
+        for (size_t id = 0; id + 1 < hashes_.size(); ++id) put(hashes_[id], static_cast<Id>(id));
     }
 };
 
@@ -87,9 +86,7 @@ class SlotIndex {
 template <class T>
 class Interner {
    public:
-    Interner() {
-        index_.hash_of = [this](Id id) { return mix64(values_[id].hash()); };
-    }
+    Interner() = default;
     Interner(const Interner&) = delete;
     Interner& operator=(const Interner&) = delete;
 
@@ -106,6 +103,10 @@ class Interner {
     Id find(const T& value) const {
         return index_.find(mix64(value.hash()), [&](Id id) { return values_[id] == value; });
     }
+    void swap(Interner& other) {
+        values_.swap(other.values_);
+        std::swap(index_, other.index_);
+    }
     const T& operator[](Id id) const { return values_[id]; }
     size_t size() const { return values_.size(); }
     size_t bytes() const { return values_.capacity() * sizeof(T) + index_.bytes(); }
@@ -119,10 +120,7 @@ class Interner {
 template <class E>
 class SeqInterner {
    public:
-    SeqInterner() {
-        index_.hash_of = [this](Id id) { return hash(get(id)); };
-        starts_.push_back(0);
-    }
+    SeqInterner() { starts_.push_back(0); }
     SeqInterner(const SeqInterner&) = delete;
     SeqInterner& operator=(const SeqInterner&) = delete;
 
@@ -141,6 +139,27 @@ class SeqInterner {
         return std::span<const E>(arena_.data() + starts_[id], starts_[id + 1] - starts_[id]);
     }
     size_t size() const { return starts_.size() - 1; }
+
+    // Keeps only the sequences `live` marks (by id), renumbered in their order; returns
+    // each old id's new one (NONE: dropped). Every holder of an id must then be renumbered.
+    std::vector<Id> compact(const std::vector<uint8_t>& live) {
+        std::vector<Id> renumbered(size(), NONE);
+        std::vector<E> arena;
+        std::vector<uint64_t> starts{0};
+        SlotIndex index;
+        for (Id id = 0; id < size(); ++id) {
+            if (id >= live.size() || !live[id]) continue;
+            auto seq = get(id);
+            renumbered[id] = static_cast<Id>(starts.size() - 1);
+            arena.insert(arena.end(), seq.begin(), seq.end());
+            starts.push_back(arena.size());
+            index.place(hash(seq), renumbered[id]);
+        }
+        arena_ = std::move(arena);
+        starts_ = std::move(starts);
+        index_ = std::move(index);
+        return renumbered;
+    }
     size_t bytes() const {
         return arena_.capacity() * sizeof(E) + starts_.capacity() * sizeof(uint64_t) + index_.bytes();
     }
@@ -151,9 +170,12 @@ class SeqInterner {
     SlotIndex index_;
 
     static uint64_t hash(std::span<const E> seq) {
-        uint64_t h = 0x243F6A8885A308D3ull ^ seq.size();
-        for (E e : seq) h = mix64(h ^ (static_cast<uint64_t>(e) + 0x9E3779B97F4A7C15ull));
-        return h;
+        uint64_t h = 0x243F6A8885A308D3ull ^ (seq.size() * 0xD6E8FEB86659FD93ull);
+        for (E e : seq) {
+            h = (h ^ static_cast<uint64_t>(e)) * 0x9E3779B97F4A7C15ull;
+            h ^= h >> 29;
+        }
+        return mix64(h);
     }
     static bool same(std::span<const E> a, std::span<const E> b) {
         return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(E)) == 0);
@@ -180,6 +202,19 @@ class FlatMap {
     }
     size_t size() const { return values_.size(); }
     const K& key(Id id) const { return keys_[id]; }
+    // Every key rewritten by `rewrite` (which must keep distinct keys distinct), in order.
+    template <class Rewrite>
+    void rewrite_keys(Rewrite&& rewrite) {
+        Interner<K> keys;
+        for (Id id = 0; id < values_.size(); ++id)
+            if (keys.intern(rewrite(keys_[id])) != id) throw std::logic_error("two keys rewritten into one");
+        keys_.swap(keys);
+    }
+    void clear() {
+        Interner<K> keys;
+        keys_.swap(keys);
+        values_.clear();
+    }
     V& value(Id id) { return values_[id]; }
     const V& value(Id id) const { return values_[id]; }
     size_t bytes() const { return keys_.bytes() + values_.capacity() * sizeof(V); }
@@ -187,6 +222,37 @@ class FlatMap {
    private:
     Interner<K> keys_;
     std::vector<V> values_;
+};
+
+}  // namespace dcmap
+
+namespace dcmap {
+
+// A direct-mapped cache: one slot per hash value of 2^BITS, the newer value in a slot
+// replacing the older. For results the search would compute again, identically, when
+// they are forgotten: a miss costs their computation, never a different answer.
+template <class K, class V, int BITS>
+class DirectCache {
+   public:
+    DirectCache() : slots_(size_t{1} << BITS) {}
+    const V* find(const K& key) const {
+        const Slot& slot = slots_[mix64(key.hash()) & MASK];
+        return slot.used && slot.key == key ? &slot.value : nullptr;
+    }
+    void put(const K& key, const V& value) { slots_[mix64(key.hash()) & MASK] = Slot{key, value, true}; }
+    void clear() {
+        for (Slot& slot : slots_) slot.used = false;
+    }
+    size_t bytes() const { return slots_.capacity() * sizeof(Slot); }
+
+   private:
+    static constexpr size_t MASK = (size_t{1} << BITS) - 1;
+    struct Slot {
+        K key{};
+        V value{};
+        bool used = false;
+    };
+    std::vector<Slot> slots_;
 };
 
 }  // namespace dcmap

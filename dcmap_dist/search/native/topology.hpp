@@ -54,8 +54,9 @@ class Topology {
     }
 };
 
-// The facts of a mask id, computed on first use: its parents and children (asked of
-// most masks, kept densely by id) and its closure (asked of components only, kept sparsely).
+// The facts of a mask id: its parents and children, ORed over its nodes on demand (a few
+// words per node: cheaper than any memo's probe), and its closure (asked of components
+// only, kept by id).
 template <int W>
 class NodeSetFacts {
    public:
@@ -63,12 +64,12 @@ class NodeSetFacts {
 
     NodeSetFacts(const Topology<W>& topo, const Store<W>& store) : topo_(topo), store_(store) {}
 
-    Mask parents_of(Id mask) { return get(mask).parents; }  // by value: a later get may move the table
-    Mask children_of(Id mask) { return get(mask).children; }
+    Mask parents_of(Id mask) const { return topo_.union_of(topo_.parents, store_.mask(mask)); }
+    Mask children_of(Id mask) const { return topo_.union_of(topo_.children, store_.mask(mask)); }
     const Closure<W>& closure(Id mask) {
         auto found = closures_.find(mask);
         if (found != closures_.end()) return found->second;
-        const Mask& m = store_.mask(mask);
+        const Mask m = store_.mask(mask);
         Closure<W> c;
         m.each([&](int i) {
             c.ancestors |= topo_.anc[i];
@@ -81,31 +82,12 @@ class NodeSetFacts {
         c.touch = c.touch.minus(m);
         return closures_.emplace(mask, c).first->second;
     }
-    size_t bytes() const {
-        return facts_.capacity() * sizeof(Facts) + closures_.size() * (sizeof(Closure<W>) + 32);
-    }
+    size_t bytes() const { return closures_.size() * (sizeof(Closure<W>) + 32); }
 
    private:
-    struct Facts {
-        Mask parents, children;
-        bool known = false;
-    };
     const Topology<W>& topo_;
     const Store<W>& store_;
-    std::vector<Facts> facts_;
     std::unordered_map<Id, Closure<W>> closures_;
-
-    Facts& get(Id mask) {
-        if (mask >= facts_.size()) facts_.resize(mask + 1 + facts_.size() / 2);
-        Facts& f = facts_[mask];
-        if (!f.known) {
-            const Mask& m = store_.mask(mask);
-            f.parents = topo_.union_of(topo_.parents, m);
-            f.children = topo_.union_of(topo_.children, m);
-            f.known = true;
-        }
-        return f;
-    }
 };
 
 }  // namespace dcmap

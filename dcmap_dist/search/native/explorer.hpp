@@ -252,31 +252,11 @@ class Explorer {
     void collect() {
         Store<W>& s = problem.store;
         std::vector<uint8_t> live(s.seqs.size(), 0);
-        auto mark = [&](Id& seq) { live[seq] = 1; };
-        live[s.empty_seq] = 1;
-        queue_.each_branch([&](Branch& b) { each_sequence(b, mark); });
-        if (active_) each_sequence(*active_, mark);
-        for (auto& [owner, batch] : outbox_)
-            for (Arrival& a : batch) {
-                each_sequence(a.branch, mark);
-                each_sequence(a.key, mark);
-            }
-        for (Improvement& found : improvements_) mark(found.joins);
-        each_sequence(keys.final_key, mark);
+        each_held_sequence([&](Id& seq) { live[seq] = 1; });
         if (shard_) shard_->mark(live);
         problem.mark(live);
         std::vector<Id> renumbered = s.seqs.compact(live);
-        auto renumber = [&](Id& seq) { seq = renumbered[seq]; };
-        s.empty_seq = renumbered[s.empty_seq];
-        queue_.each_branch([&](Branch& b) { each_sequence(b, renumber); });
-        if (active_) each_sequence(*active_, renumber);
-        for (auto& [owner, batch] : outbox_)
-            for (Arrival& a : batch) {
-                each_sequence(a.branch, renumber);
-                each_sequence(a.key, renumber);
-            }
-        for (Improvement& found : improvements_) renumber(found.joins);
-        each_sequence(keys.final_key, renumber);
+        each_held_sequence([&](Id& seq) { seq = renumbered[seq]; });
         if (shard_) shard_->renumber(renumbered);
         problem.renumber(renumbered);
         sent_.clear();  // a filter only: what it forgets is sent again, and refused there
@@ -308,6 +288,21 @@ class Explorer {
     std::unordered_map<int64_t, std::array<int64_t, 4>> gates_;
     std::vector<Branch> children_, survivors_;
     std::vector<Id> joins_;
+
+    // Calls f on every sequence id held outside the tables (which mark and renumber their own).
+    template <class F>
+    void each_held_sequence(F&& f) {
+        f(problem.store.empty_seq);
+        queue_.each_branch([&](Branch& b) { each_sequence(b, f); });
+        if (active_) each_sequence(*active_, f);
+        for (auto& [owner, batch] : outbox_)
+            for (Arrival& a : batch) {
+                each_sequence(a.branch, f);
+                each_sequence(a.key, f);
+            }
+        for (Improvement& found : improvements_) f(found.joins);
+        each_sequence(keys.final_key, f);
+    }
 
     int64_t stamp() const { return iteration_offset_ + iterations_; }
     double seconds() const { return time_offset_ + (clock_start_ ? monotonic_seconds() - *clock_start_ : 0.0); }

@@ -3,8 +3,10 @@
 For each network the baseline (a ``git worktree`` of ``--baseline``, removed at the
 end) and this tree solve it in turn, each in its own process on one core, with the
 same time limit. A run reports iterations, iterations per CPU second, wall and CPU
-time, peak memory (of the solve: read before the partitions are digested, which
-builds lists of names as large as the listing), whether the engine ran compiled or in pure Python (``build``: the
+time, the CPU time of the search alone (to its proof, before the optimal mappings are
+listed and audited), peak memory (of the solve: read before the partitions are digested, which
+builds lists of names as large as the listing), which engine ran (``build``: native,
+compiled or pure Python; the
 baseline is installed beside this tree as pip installs it, compiled where it compiles,
 unless ``--pure-baseline``) and, when proven, the time to proof; else the
 lower bound and gap reached. Where both runs are proven, their optimal cost, their
@@ -44,7 +46,8 @@ MEMORY_LIMIT_MB = 16000  # default: a run stops cleanly with its gap before the 
 LISTED = 100_000  # optimal mappings listed (and digested) at most; hepar2's are too many to list
 COLUMNS = ["network", "engine", "commit", "proven", "cost", "solutions", "partitions_digest", "iterations",
            "wall_seconds", "cpu_seconds", "iterations_per_cpu_second", "proof_seconds", "lower_bound", "gap",
-           "speedup", "time_limit", "date", "command", "build", "peak_mib", "stop", "memory_limit_mb"]
+           "speedup", "time_limit", "date", "command", "build", "peak_mib", "stop", "memory_limit_mb",
+           "search_cpu_seconds", "search_speedup"]
 
 
 def network_spec(label: str) -> dict:
@@ -71,10 +74,11 @@ def run_one(tree: str, label: str, time_limit: float, memory_limit_mb: float) ->
 
     spec = network_spec(label)
     network = load_network(spec["source"], slices=spec.get("slices"))
+    searched = []  # CPU seconds at each progress report: the last is the search's end, before the listing
     start, cpu = time.perf_counter(), time.process_time()
     result = solve(network, order=spec.get("order", "cpt"), time_limit=time_limit, max_solutions=LISTED,
-                   memory_limit_mb=memory_limit_mb)
-    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+                   memory_limit_mb=memory_limit_mb, on_progress=lambda _: searched.append(time.process_time()))
+    wall, cpu, search_cpu = time.perf_counter() - start, time.process_time() - cpu, searched[-1] - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the solve's, before the digest's lists
     partitions = sorted(sorted(sorted(c) for c in s.clusters) for s in result.solutions)
     return {
@@ -82,6 +86,7 @@ def run_one(tree: str, label: str, time_limit: float, memory_limit_mb: float) ->
         "partitions_digest": (hashlib.sha256(json.dumps(partitions).encode()).hexdigest()[:16]
                               if result.solutions_complete else None),
         "iterations": result.iterations, "wall_seconds": round(wall, 2), "cpu_seconds": round(cpu, 2),
+        "search_cpu_seconds": round(search_cpu, 2),
         "iterations_per_cpu_second": round(result.iterations / max(cpu, 1e-9)),
         "proof_seconds": round(wall, 2) if result.proven_optimal else None,
         "lower_bound": result.lower_bound, "gap": result.gap, "build": describe().removesuffix(" engine"),
@@ -145,6 +150,8 @@ def main() -> None:
                     got[engine] = row
                     if engine != "baseline" and "baseline" in got:
                         row["speedup"] = speedup(got["baseline"], row)
+                        row["search_speedup"] = round(got["baseline"]["search_cpu_seconds"]
+                                                      / max(row["search_cpu_seconds"], 1e-9), 2)
                     print(json.dumps(row), flush=True)
                     append_csv_row(Path(args.output), row, COLUMNS)
                     rows.append(row)
@@ -216,14 +223,15 @@ def check_same(got: dict[str, dict], strict: bool = True) -> None:
 
 def table(rows: list[dict]) -> str:
     """The rows as a Markdown table."""
-    head = ["network", "engine", "build", "proven", "iterations", "it/CPU s", "wall (s)", "CPU (s)", "peak MiB",
-            "gap", "speed-up"]
+    head = ["network", "engine", "build", "proven", "iterations", "it/CPU s", "wall (s)", "CPU (s)", "search CPU (s)",
+            "peak MiB", "gap", "speed-up", "search speed-up"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in rows:
         gap = "" if r["proven"] or r["gap"] is None else f"{100 * r['gap']:.1f}%"
         lines.append(f"| {r['network']} | {r['engine']} | {r['build']} | {r['proven']} | {r['iterations']} | "
                      f"{r['iterations_per_cpu_second']} | {r['wall_seconds']} | {r['cpu_seconds']} | "
-                     f"{r['peak_mib']} | {gap} | {r.get('speedup') or ''} |")
+                     f"{r['search_cpu_seconds']} | {r['peak_mib']} | {gap} | {r.get('speedup') or ''} | "
+                     f"{r.get('search_speedup') or ''} |")
     return "\n".join(lines)
 
 

@@ -40,21 +40,26 @@ def pure_copy(into: Path) -> Path:
     return into
 
 
+def run_tests(tree: Path, engine: str, arguments: list[str], extra: dict[str, str] | None = None) -> int:
+    """pytest with ``arguments`` on the package in ``tree``, which must be what Python
+    imports and run ``engine`` (tests/conftest.py checks it again); ``extra``: more
+    environment. Its exit code."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])),
+           "DCMAP_EXPECT_ENGINE": engine, **(extra or {})}
+    probe = subprocess.run([sys.executable, "-P", "-c", PROBE], env=env, capture_output=True, text=True, check=True)
+    where, found = probe.stdout.split("\n")[:2]
+    if not where.startswith(str(tree)) or found != engine:
+        sys.exit(f"{Path(sys.argv[0]).stem}: Python imports {where} ({found}), not the {engine} in {tree}")
+    print(f"{Path(sys.argv[0]).stem}: {found} from {tree}", flush=True)
+    # -P: the checkout (with its compiled modules) is not put first on sys.path
+    return subprocess.run([sys.executable, "-P", "-m", "pytest", "-q", *arguments], cwd=ROOT, env=env,
+                          stdin=subprocess.DEVNULL).returncode
+
+
 def main() -> None:
-    arguments = sys.argv[1:] or DEFAULT
     with tempfile.TemporaryDirectory(prefix="dcmap-pure-") as folder:
-        tree = pure_copy(Path(folder))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])),
-               "DCMAP_EXPECT_ENGINE": "pure Python engine"}  # tests/conftest.py checks it
-        probe = subprocess.run([sys.executable, "-P", "-c", PROBE], env=env, capture_output=True, text=True, check=True)
-        where, engine = probe.stdout.split("\n")[:2]
-        if not where.startswith(str(tree)) or engine != "pure Python engine":
-            sys.exit(f"test_pure_python: Python imports {where} ({engine}), not the pure copy in {tree}")
-        print(f"test_pure_python: {engine} from {tree}", flush=True)
-        # -P: the checkout (with its compiled modules) is not put first on sys.path
-        done = subprocess.run([sys.executable, "-P", "-m", "pytest", "-q", *arguments], cwd=ROOT, env=env,
-                              stdin=subprocess.DEVNULL)
-    sys.exit(done.returncode)
+        code = run_tests(pure_copy(Path(folder)), "pure Python engine", sys.argv[1:] or DEFAULT)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -203,6 +203,8 @@ class Engine final : public EngineBase {
     }
     void adopt(const Branch& branch) override {
         check_branch(branch);
+        if (branch.layer_done())  // an open branch stands inside a layer; a completion must be linked first
+            throw std::invalid_argument("an open branch whose layer is complete (a completion, not linked)");
         x_.adopt(branch);
     }
     void load_entry(const Key& key, double best, int64_t record) override {

@@ -308,6 +308,8 @@ class Explorer {
     double seconds() const { return time_offset_ + (clock_start_ ? monotonic_seconds() - *clock_start_ : 0.0); }
 
     Branch linked(const Branch& b, int64_t record) {
+        if (is_complete(b))  // only the final key takes a complete mapping, and it is not linked
+            throw std::invalid_argument("a complete mapping arrived at another key than the final one");
         Branch out = b;
         out.joins = problem.store.empty_seq;
         out.link = record;

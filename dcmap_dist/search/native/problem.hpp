@@ -63,6 +63,7 @@ class Problem {
 
     // search/problem.py's next_proposal
     int next_proposal(const Branch& b) {
+        if (b.layer_done()) return -1;  // nothing to propose (expand refuses it)
         Mask free = topo.layer_mask[b.layer].minus(store.mask(b.assigned));
         Mask fixed = store.mask(b.fixed);
         int best = -1, best_size = 0, best_count = 0;

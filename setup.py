@@ -9,7 +9,8 @@ faster so: docs/search.md), reading the compiled layout of a module's classes fr
 install goes on with what did compile, with a warning: results are identical.
 ``DCMAP_PURE_PYTHON=1`` compiles nothing (for profiling with py-spy, which sees only
 Python frames). ``DCMAP_SANITIZE=1`` builds the native engine with AddressSanitizer and
-UndefinedBehaviorSanitizer and bounds-checked containers (docs/engine.md, "Debugging it").
+UndefinedBehaviorSanitizer and bounds-checked containers, ``DCMAP_DEBUG_BUILD=1`` without
+optimisation, for gdb (docs/engine.md, "Debugging it").
 """
 
 import json
@@ -27,6 +28,7 @@ NATIVE, native_sources = _compiled["NATIVE"], _compiled["native_sources"]
 NATIVE_FLAGS = ["-std=c++20", "-O3", "-Wall", "-Wextra", "-Wno-unused-function", "-Wno-unused-parameter"]
 SANITIZE_FLAGS = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined",
                   "-D_GLIBCXX_ASSERTIONS", "-g", "-O1"]
+DEBUG_FLAGS = ["-O0", "-g", "-D_GLIBCXX_ASSERTIONS"]
 
 
 class OptionalBuildExt(build_ext):
@@ -57,8 +59,9 @@ def extensions() -> list:
     digests = {name: source_digest(Path("dcmap_dist"), name) for name in (*COMPILED, NATIVE)}
     Path("dcmap_dist", BUILT_SOURCES).write_text(json.dumps(digests, indent=1) + "\n")  # for check_fresh
     sanitize = SANITIZE_FLAGS if os.environ.get("DCMAP_SANITIZE") else []
+    debug = DEBUG_FLAGS if os.environ.get("DCMAP_DEBUG_BUILD") else []
     native = Extension(f"dcmap_dist.{NATIVE.replace('/', '.')}", [f"dcmap_dist/{NATIVE}.pyx"], language="c++",
-                       include_dirs=["dcmap_dist/search"], extra_compile_args=NATIVE_FLAGS + sanitize,
+                       include_dirs=["dcmap_dist/search"], extra_compile_args=NATIVE_FLAGS + sanitize + debug,
                        extra_link_args=sanitize,
                        depends=[str(path) for path in native_sources(Path("dcmap_dist"))])
     return cythonize([*(str(path) for path in sources.values()), native],

@@ -18,9 +18,11 @@ from pathlib import Path
 import pytest
 
 from dcmap_dist.compiled import native_built
+from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.cost.user import load_cost
 from dcmap_dist.io.load import load_network
 from dcmap_dist.limits import Limits, Stopwatch
+from dcmap_dist.model.network import Network
 from dcmap_dist.search.explorer import Explorer
 from dcmap_dist.search.heuristics import incumbent
 from dcmap_dist.search.linking import route
@@ -52,27 +54,30 @@ def trajectory(engine, stop: str) -> dict:
     }
 
 
-def problem_of(network, model, scheme: str = "merge", link_key: str = "lean") -> Problem:
+def problem_of(network, model, scheme: str = "merge", link_key: str = "lean", use_bound: bool = True) -> Problem:
     part = max(network.components(), key=len)
-    return Problem(part, model, scheme, graph=network, link_key=link_key)
+    return Problem(part, model, scheme, graph=network, link_key=link_key, use_bound=use_bound)
 
 
 def run(cls, network, model, iterations: int, scheme: str = "merge", link_key: str = "lean", seed: int = 0,
-        shards: int = 1, notify: bool = False) -> tuple:
+        shards: int = 1, notify: bool = False, use_bound: bool = True) -> tuple:
     """A search of ``network`` by engine class ``cls`` for ``iterations`` (its problem, its engine)."""
-    problem = problem_of(network, model, scheme, link_key)
+    problem = problem_of(network, model, scheme, link_key, use_bound)
     engine = cls(problem, 0.6, seed, 0, 0, shards, notify)
     watch = Stopwatch(Limits(max_iterations=iterations))
     engine.start(incumbent(problem, watch), watch)
     return engine, engine.step(watch)
 
 
-def compare(network, model, iterations: int, **options) -> None:
+def compare(network, model, iterations: int, **options) -> object:
+    """Runs both engines; returns the native one."""
     python, native = engines()
     expected = trajectory(*run(python, network, model, iterations, **options))
-    got = trajectory(*run(native, network, model, iterations, **options))
+    engine, stop = run(native, network, model, iterations, **options)
+    got = trajectory(engine, stop)
     differ = [name for name in expected if expected[name] != got[name]]
     assert not differ, f"{network.name} {options}: the engines differ in {differ}"
+    return engine
 
 
 def case(seed: int) -> tuple:
@@ -119,6 +124,41 @@ def test_collecting_the_store_changes_nothing_of_the_search():
     got = trajectory(engine, stop)
     differ = [name for name in expected if expected[name] != got[name]]
     assert not differ, f"a collected search differs in {differ}"
+
+
+def with_cards(network: Network, scale: int) -> Network:
+    """``network`` with every node's states times ``scale``."""
+    states = {x: network.states[x] * scale for x in network.nodes}
+    return Network(f"{network.name}-x{scale}", network.nodes, states, network.edges, network.observed)
+
+
+def apart(first: Network, second: Network) -> Network:
+    """Two networks side by side, one network of two components."""
+    rename = lambda x: f"{x}'"
+    return Network(f"{first.name}+{second.name}", [*first.nodes, *map(rename, second.nodes)],
+                   {**first.states, **{rename(x): s for x, s in second.states.items()}},
+                   [*first.edges, *((rename(u), rename(v)) for u, v in second.edges)],
+                   [*first.observed, *map(rename, second.observed)])
+
+
+@pytest.mark.parametrize("variant", ["canonical", "paper-whole-addition", "no-addition", "quarter-addition",
+                                     "no-bound", "huge-cards", "two-components"])
+def test_the_dcmap_model_in_the_core_prices_as_python_does(variant):
+    """The built-in model runs in the core (its counts, floats and bound, message masks)
+    for a network of one component; past 2^53 entries a table is priced by Python, and a
+    network of several components stays with Python's model: the same trajectories."""
+    models = {"canonical": DcmapCost("canonical"), "paper-whole-addition": DcmapCost("paper", 1),
+              "no-addition": DcmapCost(addition=0), "quarter-addition": DcmapCost("canonical", 0.25)}
+    for seed in (0, 1, 5, 6):  # connected graphs, both shapes
+        network, _, options = case(seed)
+        model, use_bound = models.get(variant, DcmapCost()), variant != "no-bound"
+        if variant == "huge-cards":
+            network = with_cards(network, 1 << 13)  # a few nodes together pass 2^53 entries
+        if variant == "two-components":
+            network = apart(network, case(seed + 10)[0])
+            options["scheme"] = "merge"  # the largest component is searched; both kinds come up
+        engine = compare(network, model, 1500, use_bound=use_bound, **options)
+        assert engine.native_model == (variant != "two-components")
 
 
 @pytest.mark.parametrize("seed", [3, 8, 21])

@@ -70,6 +70,15 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         int64_t link
         Id joins
 
+    cdef cppclass ModelData:
+        vector[uint64_t] cards
+        vector[int] name_rank, eliminate_rank, naive_rank
+        cbool canonical, bounds
+        double addition
+        vector[double] above, own, absorbed
+        vector[vector[uint64_t]] absorbing_kids
+        vector[vector[double]] absorbing_charges
+
     cdef cppclass Footprint:
         size_t values, values_count, masks, masks_count, seqs, seqs_count, cost_memo, cost_entries, bound_memo, bound_entries, other_memos
         size_t link_table, link_records, histories, histories_count, queue, open_branches, dominated
@@ -146,6 +155,7 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         Footprint footprint()
         uint64_t collections()
         void collect() except +
+        void use_model(const ModelData&) except +
 
     unique_ptr[EngineBase] make_engine(const TopologyData&, const EngineOptions&, const Oracle&) except +
     int words_for(int)
@@ -164,7 +174,7 @@ cdef int _cost(void* context, const uint64_t* nodes, const uint64_t* same, const
         key = [engine._int(nodes), engine._int(same)]
         for k in range(children):
             key.append(engine._int(child_masks + k * engine.width))
-            key.append(engine._messages[child_messages[k]])
+            key.append(engine._py_message(child_messages[k]))
         value, item = engine.problem._costs[tuple(key)]
         cost[0] = value
         message[0] = engine._message(item[1])
@@ -181,7 +191,7 @@ cdef int _bound(void* context, int layer, const uint64_t* assigned, const uint64
     try:
         frontier = []
         for k in range(items):
-            frontier.append((engine._int(item_masks + k * engine.width), engine._messages[item_messages[k]]))
+            frontier.append((engine._int(item_masks + k * engine.width), engine._py_message(item_messages[k])))
         frontier = tuple(frontier)
         bound[0] = engine.problem.bound._compute(layer, -1 if assigned == NULL else engine._int(assigned), frontier)
         return 0
@@ -232,6 +242,8 @@ cdef class NativeEngine:
     cdef dict _mask_tuples  # sequence id -> tuple of ints
     cdef object _alpha, _seed, _owner, _shard_index, _shards, _notify
     cdef uint64_t _collections  # the core's collections of its sequences: their ids change each time
+    cdef readonly bint native_model  # the built-in cost model runs in the core (its messages are masks)
+    cdef bint _coded
 
     def __init__(self, problem, alpha=0.6, seed=0, owner=None, shard_index=0, shards=1, notify=False):
         if not 0.0 <= alpha <= 1.0:
@@ -280,6 +292,10 @@ cdef class NativeEngine:
         self.oracle.resources = _resources
         self.core = make_engine(data, options, self.oracle)
         self._set_random_state(random.Random(seed).getstate())
+        cdef ModelData model
+        self.native_model = self._coded = model_data(problem, &model)
+        if self.native_model:
+            self.core.get().use_model(model)
 
     def __reduce__(self):
         """Pickled as what rebuilds it (its problem's definition and its own arguments) and
@@ -323,11 +339,16 @@ cdef class NativeEngine:
         return self._int(words)
 
     cdef Id _message(self, object held) except? 0xFFFFFFFF:
+        if self._coded:  # the built-in model's code: a node mask
+            return self._mask(held)
         found = self._message_ids.get(held)
         if found is None:
             found = self._message_ids[held] = len(self._messages)
             self._messages.append(held)
         return found
+
+    cdef object _py_message(self, Id message):
+        return self._py_mask(message) if self._coded else self._messages[message]
 
     cdef Id _item(self, object item) except? 0xFFFFFFFF:
         if type(item) is not tuple or len(item) != 2:
@@ -346,7 +367,7 @@ cdef class NativeEngine:
     cdef object _item_tuple(self, Id item):
         cdef Id members, message
         self.core.get().item_of(item, &members, &message)
-        return (self._py_mask(members), self._messages[message])
+        return (self._py_mask(members), self._py_message(message))
 
     cdef Id _mask_seq(self, object masks, bint nonzero) except? 0xFFFFFFFF:
         cdef vector[Id] ids
@@ -690,6 +711,46 @@ cdef class NativeEngine:
                 "bound memo": (f.bound_entries, f.bound_memo), "cost memo": (f.cost_entries, f.cost_memo),
                 "other memos": (0, f.other_memos), "values": (f.values_count, f.values),
                 "of which masks": (f.masks_count, f.masks), "of which sequences": (f.seqs_count, f.seqs)}
+
+
+cdef bint model_data(problem, ModelData* data) except -1:
+    """Fill ``data`` with the built-in model's tables for the core; False where the model
+    must stay in Python: another model, an addition that is not a plain number, a network
+    of several components (the messages' codes follow the whole network's nodes), a node
+    of 2^53 states or more."""
+    from ..cost.dcmap import DcmapCost, elimination_positions
+    from ..model.topology import layers
+
+    model, graph, network = problem.model, problem.graph, problem.network
+    if (type(model) is not DcmapCost or type(model.addition) not in (int, float)
+            or tuple(network.nodes) != tuple(graph.nodes) or any(graph.card(x) >= 1 << 53 for x in graph.nodes)):
+        return False
+    nodes = graph.nodes
+    position = elimination_positions(graph, model.order)
+    layer = layers(graph)
+    rank = lambda key: {x: k for k, x in enumerate(sorted(nodes, key=key))}
+    by_name, by_position, by_naive = rank(lambda x: x), rank(position.__getitem__), rank(lambda x: (layer[x], position[x]))
+    data[0].cards = [graph.card(x) for x in nodes]
+    data[0].name_rank = [by_name[x] for x in nodes]
+    data[0].eliminate_rank = [by_position[x] for x in nodes]
+    data[0].naive_rank = [by_naive[x] for x in nodes]
+    data[0].canonical = model.order == "canonical"
+    data[0].addition = model.addition
+    bound = problem.bound
+    data[0].bounds = problem.use_bound
+    data[0].above = [float(v) for v in bound._above]
+    data[0].own = [float(v) for v in bound._own]
+    data[0].absorbed = [float(v) for v in bound._absorbed]
+    width = words_for(len(nodes))
+    for absorbers in bound._absorbing:
+        kids, charges = [], []
+        for mask, charge in absorbers:
+            raw = int(mask).to_bytes(8 * width, "little")
+            kids += [int.from_bytes(raw[8 * k:8 * k + 8], "little") for k in range(width)]
+            charges.append(float(charge))
+        data[0].absorbing_kids.push_back(kids)
+        data[0].absorbing_charges.push_back(charges)
+    return True
 
 
 def _rebuild(definition, alpha, seed, owner, shard_index, shards, notify, state, iterations, g_min, random_state):

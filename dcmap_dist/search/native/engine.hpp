@@ -36,6 +36,17 @@ struct EngineOptions {
     bool notify = false;
 };
 
+struct ModelData {  // the built-in model and its bound's parts (dcmap_model.hpp's DcmapData), masks as words
+    std::vector<uint64_t> cards;
+    std::vector<int> name_rank, eliminate_rank, naive_rank;
+    bool canonical = false;
+    double addition = 0.6;
+    bool bounds = true;
+    std::vector<double> above, own, absorbed;
+    std::vector<std::vector<uint64_t>> absorbing_kids;    // per layer, the children's masks (words) of each absorber
+    std::vector<std::vector<double>> absorbing_charges;   // and its charge
+};
+
 struct Footprint {  // bytes held by each structure, and how many items it holds
     size_t values, values_count;       // interned masks, items, sequences and long masks
     size_t masks, masks_count, seqs, seqs_count;  // of which masks and sequences
@@ -104,6 +115,9 @@ class EngineBase {
     virtual bool histories(int64_t record, std::string* out) = 0;
     virtual std::vector<int64_t> dominated_records() const = 0;
     virtual Footprint footprint() const = 0;
+    // The built-in model runs natively from now on (a network of one component only: its
+    // messages are node masks, held as mask ids).
+    virtual void use_model(const ModelData& data) = 0;
     virtual uint64_t collections() const = 0;  // of the store's sequences: ids changed each time
     virtual void collect() = 0;                 // collects the store's sequences now
 };
@@ -258,6 +272,38 @@ class Engine final : public EngineBase {
     }
     std::vector<int64_t> dominated_records() const override { return x_.dominated().records(); }
     uint64_t collections() const override { return x_.collections(); }
+    void use_model(const ModelData& m) override {
+        const Topology<W>& topo = x_.problem.topo;
+        size_t n = static_cast<size_t>(topo.n), layers = topo.layer_mask.size();
+        if (m.cards.size() != n || m.name_rank.size() != n || m.eliminate_rank.size() != n ||
+            m.naive_rank.size() != n || m.own.size() != n || m.absorbed.size() != n || m.above.size() != layers ||
+            m.absorbing_kids.size() != layers || m.absorbing_charges.size() != layers)
+            throw std::invalid_argument("the model's tables are of the wrong sizes");
+        for (uint64_t card : m.cards)
+            if (card < 1 || card > EXACT) throw std::invalid_argument("a node's card out of range");
+        DcmapData<W> d;
+        d.cards = m.cards;
+        d.name_rank = m.name_rank;
+        d.eliminate_rank = m.eliminate_rank;
+        d.naive_rank = m.naive_rank;
+        d.canonical = m.canonical;
+        d.addition = m.addition;
+        d.bounds = m.bounds;
+        d.above = m.above;
+        d.own = m.own;
+        d.absorbed = m.absorbed;
+        d.absorbing.resize(layers);
+        for (size_t l = 0; l < layers; ++l) {
+            const std::vector<uint64_t>& kids = m.absorbing_kids[l];
+            if (kids.size() != m.absorbing_charges[l].size() * W) throw std::invalid_argument("absorbers' masks");
+            for (size_t k = 0; k < m.absorbing_charges[l].size(); ++k) {
+                Mask mask;
+                for (int j = 0; j < W; ++j) mask.w[j] = kids[k * W + j];
+                d.absorbing[l].push_back({mask, m.absorbing_charges[l][k]});
+            }
+        }
+        x_.problem.use_model(std::move(d));
+    }
     void collect() override { x_.collect(); }
     Footprint footprint() const override {
         const Explorer<W>& x = x_;

@@ -10,12 +10,14 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 #include <vector>
 
 #include "bits.hpp"
 #include "branch.hpp"
+#include "dcmap_model.hpp"
 #include "oracle.hpp"
 #include "store.hpp"
 #include "tables.hpp"
@@ -46,6 +48,10 @@ class Problem {
     Topology<W> topo;
     Store<W> store;
     NodeSetFacts<W> facts;
+
+    // The built-in model, natively (its messages are then node masks, held as mask ids).
+    void use_model(DcmapData<W> data) { model_ = std::make_unique<DcmapModel<W>>(topo, std::move(data)); }
+    bool has_model() const { return model_ != nullptr; }
 
     // Counts a step of a long inner loop; every 128, the limits (search/limits.py's
     // Stopwatch.check_within): Interrupted once one is reached.
@@ -203,6 +209,9 @@ class Problem {
 
     DirectCache<FrontierStep, Id, 16> frontier_steps_;
     DirectCache<LayerStep, CostValue, 16> layer_steps_;
+    std::unique_ptr<DcmapModel<W>> model_;
+    std::vector<typename DcmapModel<W>::Child> model_children_;
+    std::vector<typename DcmapModel<W>::Item> model_items_;
     Scheme scheme_;
     bool has_estimator_;
     Oracle oracle_;
@@ -460,6 +469,21 @@ class Problem {
         key[1] = store.mask(same);
         Id id = cost_keys_.intern(key);
         if (id < cost_values_.size()) return cost_values_[id];
+        if (model_) {  // a miss: the built-in model prices it natively, if its counts stay exact
+            model_children_.clear();
+            for (size_t k = 2; k < key.size(); ++k) {
+                const Item& item = store.items[key[k]];
+                const Mask& m = store.mask(item.members);
+                model_children_.push_back({m, store.mask(item.message), m.intersects(same)});
+            }
+            double cost = 0.0;
+            Mask message;
+            if (model_->evaluate(nodes, model_children_, cost, message) && cost > 0) {
+                CostValue value{cost, store.item(nodes_id, store.mask(message))};
+                cost_values_.push_back(value);
+                return value;
+            }
+        }
         // a miss: the Python engine's _evaluate prices it
         size_t children = key.size() - 2;
         x.child_masks.resize(children * W);
@@ -488,8 +512,17 @@ class Problem {
         if (!done) key.assigned = assigned;
         key.frontier = frontier;
         if (const double* known = bounds_.find(key)) return *known;
-        Expansion& x = x_;
         auto items = store.seq(frontier);
+        if (model_) {
+            model_items_.clear();
+            for (Id k : items) model_items_.push_back({store.item_mask(k), store.mask(store.items[k].message)});
+            double value = 0.0;
+            if (model_->bound(layer, done, key.assigned, model_items_, value)) {
+                bounds_.at(key, value) = value;
+                return value;
+            }
+        }
+        Expansion& x = x_;
         x.item_masks.resize(items.size() * W);
         x.item_messages.resize(items.size());
         for (size_t k = 0; k < items.size(); ++k) {
@@ -511,7 +544,8 @@ class Problem {
         if (!done) key.rest |= topo.layer_mask[layer].minus(assigned);
         if (const double* known = estimates_.find(key)) return *known;
         double value = 0.0;
-        if (oracle_.estimate(oracle_.context, key.rest.w.data(), &value) != 0) throw CallbackFailed();
+        bool native = model_ && (key.rest.none() || model_->estimate(key.rest, value));  // none: 0, as Python's
+        if (!native && oracle_.estimate(oracle_.context, key.rest.w.data(), &value) != 0) throw CallbackFailed();
         estimates_.at(key, value) = value;
         return value;
     }

@@ -1,0 +1,395 @@
+// The built-in `dcmap` cost model (cost/dcmap.py's DcmapCost) and the bound the search
+// prunes with (search/bounds.py's LowerBound over the model's hooks), natively: the same
+// integer counts, the same floats added in the same order, so every cost, bound and
+// estimate is the Python engine's double. Table sizes are exact integers; a size past
+// 2^53 (where a double stops holding every integer) makes the model decline, and the
+// engine asks Python instead, as it does for any other model.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "bits.hpp"
+#include "topology.hpp"
+
+namespace dcmap {
+
+constexpr uint64_t EXACT = uint64_t{1} << 53;  // every integer up to here is a double
+
+// What the model needs of the network, in the component's node order (which must be the
+// whole network's: the binding gives the model only to a network of one component).
+template <int W>
+struct DcmapData {
+    using Mask = Bits<W>;
+    std::vector<uint64_t> cards;   // the states a node counts (1 if observed)
+    std::vector<int> name_rank;    // by name (the canonical order's)
+    std::vector<int> eliminate_rank;  // elimination_positions' order
+    std::vector<int> naive_rank;   // (layer, elimination position): DcmapCost.naive's order
+    bool canonical = false;
+    double addition = 0.6;
+    // the bound's parts (search/bounds.py): per layer, the bound of the layers above it;
+    // per node, its own part and its absorbed part; per layer, (children there, charge)
+    // of each absorber
+    bool bounds = true;
+    std::vector<double> above, own, absorbed;
+    std::vector<std::vector<std::pair<Mask, double>>> absorbing;
+};
+
+template <int W>
+class DcmapModel {
+   public:
+    using Mask = Bits<W>;
+
+    struct Child {  // a child cluster-layer: its nodes, its message (a node set), same cluster or not
+        Mask nodes, message;
+        bool same;
+    };
+    struct Item {  // a frontier cluster-layer for the bound
+        Mask nodes, message;
+    };
+
+    DcmapModel(const Topology<W>& topo, DcmapData<W> data) : topo_(topo), d_(std::move(data)) {
+        for (int x = 0; x < topo_.n; ++x) {
+            by_eliminate_.push_back(x);
+            by_naive_.push_back(x);
+        }
+        std::sort(by_eliminate_.begin(), by_eliminate_.end(),
+                  [&](int a, int b) { return d_.eliminate_rank[a] < d_.eliminate_rank[b]; });
+        std::sort(by_naive_.begin(), by_naive_.end(), [&](int a, int b) { return d_.naive_rank[a] < d_.naive_rank[b]; });
+    }
+
+    // DcmapCost.evaluate: false if a count passes 2^53 (ask Python)
+    bool evaluate(const Mask& nodes, std::span<const Child> children, double& cost, Mask& message) const {
+        const double add = d_.addition;
+        Mask jcpt = nodes | topo_.union_of(topo_.parents, nodes);
+        Mask link;
+        for (const Child& c : children)
+            if (!c.same) link |= topo_.union_of(topo_.parents, c.nodes) & nodes;
+        Mask scope;
+        double total = 0.0;
+        auto order = child_order(nodes, children);
+        if (!order) return false;  // a child no cluster-layer holds: Python says what is wrong
+        for (int k : *order) {
+            const Mask& m = children[k].message;
+            Mask kept = m & jcpt;
+            auto all = size(m), held = size(kept);
+            if (!all || !held) return false;
+            total += weighted(add, *all - *held);
+            scope |= kept;
+            auto s = size(scope);
+            if (!s) return false;
+            total += static_cast<double>(*s);
+        }
+        for (int x : by_eliminate_) {
+            if (!nodes.test(x)) continue;
+            scope.set(x);
+            scope |= topo_.parents[x];
+            auto s = size(scope);
+            if (!s) return false;
+            total += static_cast<double>(*s);
+            if (!link.test(x)) {
+                total += weighted(sum_out_weight(add, d_.cards[x]), *s);
+                scope = scope.minus(Mask::bit(x));
+            }
+        }
+        cost = total;
+        message = scope;
+        return true;
+    }
+
+    // DcmapCost.naive (its estimate) of the nodes `rest`
+    bool estimate(const Mask& rest, double& out) const {
+        Mask scope;
+        double total = 0.0;
+        for (int x : by_naive_) {
+            if (!rest.test(x)) continue;
+            scope.set(x);
+            scope |= topo_.parents[x];
+            auto s = size(scope);
+            if (!s) return false;
+            total += static_cast<double>(*s) + weighted(sum_out_weight(d_.addition, d_.cards[x]), *s);
+            scope = scope.minus(Mask::bit(x));
+        }
+        out = total;
+        return true;
+    }
+
+    // LowerBound._compute at (layer, assigned (none if `done`), frontier)
+    bool bound(int layer, bool done, const Mask& assigned, std::span<const Item> frontier, double& out) {
+        if (!d_.bounds) {
+            out = 0.0;
+            return true;
+        }
+        double b = d_.above[layer];
+        Mask rest = topo_.above[layer];
+        if (!done) {
+            Mask unplaced = topo_.layer_mask[layer].minus(assigned);
+            rest |= unplaced;
+            b += unplaced_part(unplaced);
+        }
+        Mask next = next_layer(rest);
+        given_.clear();
+        double grouping = 0.0;
+        for (size_t k = 0; k < frontier.size(); ++k) {
+            Mask parents = topo_.union_of(topo_.parents, frontier[k].nodes) & rest;
+            for (Mask left = parents; left.any();) {  // the first of each layer absorbs the message
+                int x = left.lowest();
+                auto at = std::find_if(given_.begin(), given_.end(), [&](const auto& g) { return g.first == x; });
+                if (at == given_.end())
+                    given_.push_back({x, {k}});
+                else
+                    at->second.push_back(k);
+                left = left.minus(topo_.layer_mask[topo_.layer[x]]);
+            }
+            Mask shared = parents & next;
+            if (shared.many()) {
+                auto value = grouping_bound(frontier[k], shared, next);
+                if (!value) return false;
+                if (*value > grouping) grouping = *value;
+            }
+        }
+        for (const auto& [x, items] : given_) {
+            auto value = absorption_bound(x, frontier, items);
+            if (!value) return false;
+            b += *value;
+        }
+        out = b + grouping;
+        return true;
+    }
+
+   private:
+    const Topology<W>& topo_;
+    DcmapData<W> d_;
+    std::vector<int> by_eliminate_, by_naive_;
+    std::vector<std::pair<int, std::vector<size_t>>> given_;  // absorber -> its frontier items, first met first
+
+    // |S|, the product of the nodes' cards; none past 2^53
+    std::optional<uint64_t> size(const Mask& nodes) const {
+        unsigned __int128 product = 1;
+        bool over = false;
+        nodes.each([&](int x) {
+            product *= d_.cards[x];
+            if (product > EXACT) over = true, product = EXACT + 1;
+        });
+        if (over) return std::nullopt;
+        return static_cast<uint64_t>(product);
+    }
+    static double weighted(double weight, uint64_t count) { return weight != 0.0 ? weight * static_cast<double>(count) : 0.0; }
+    static double sum_out_weight(double addition, uint64_t card) {
+        return addition * static_cast<double>(card - 1) / static_cast<double>(card);
+    }
+    // cost/dcmap.py's _least_absorption: the least of a(|J| - m) + m at m's two ends
+    static double least_absorption(double add, uint64_t size, uint64_t least, uint64_t most) {
+        double low = weighted(add, size - least) + static_cast<double>(least);
+        double high = weighted(add, size - most) + static_cast<double>(most);
+        return high < low ? high : low;
+    }
+
+    // cost/base.py's child_order: children in order of first appearance, node by node
+    // (input order, or by name for the canonical order) and each node's children likewise
+    std::optional<std::vector<int>> child_order(const Mask& nodes, std::span<const Child> children) const {
+        std::vector<int> xs;
+        nodes.each([&](int x) { xs.push_back(x); });
+        if (d_.canonical) std::sort(xs.begin(), xs.end(), [&](int a, int b) { return d_.name_rank[a] < d_.name_rank[b]; });
+        std::vector<int> order;
+        std::vector<uint8_t> seen(children.size(), 0);
+        std::vector<int> ys;
+        for (int x : xs) {
+            ys.clear();
+            topo_.children[x].each([&](int y) { ys.push_back(y); });
+            if (d_.canonical) std::sort(ys.begin(), ys.end(), [&](int a, int b) { return d_.name_rank[a] < d_.name_rank[b]; });
+            for (int y : ys) {
+                size_t k = 0;
+                while (k < children.size() && !children[k].nodes.test(y)) ++k;
+                if (k == children.size()) return std::nullopt;
+                if (!seen[k]) {
+                    seen[k] = 1;
+                    order.push_back(static_cast<int>(k));
+                }
+            }
+        }
+        return order;
+    }
+
+    Mask next_layer(const Mask& rest) const {
+        for (const Mask& m : topo_.layer_mask)
+            if (m.intersects(rest)) return rest & m;
+        return Mask{};
+    }
+
+    double unplaced_part(const Mask& unplaced) const {
+        if (unplaced.none()) return 0.0;
+        int layer = topo_.layer[unplaced.lowest()];
+        double own = 0.0, charges = 0.0, absorbed = -std::numeric_limits<double>::infinity();
+        bool first = true;
+        unplaced.each([&](int i) {
+            own += d_.own[i];
+            if (first || d_.absorbed[i] > absorbed) absorbed = d_.absorbed[i];
+            first = false;
+        });
+        for (const auto& [kids, charge] : d_.absorbing[layer])
+            if (kids.intersects(unplaced)) charges += charge;
+        return own + charges + absorbed;
+    }
+
+    // DcmapCost.absorption_lower_bound for absorber x and the frontier items `items`, in order
+    std::optional<double> absorption_bound(int x, std::span<const Item> frontier, const std::vector<size_t>& items) const {
+        const double add = d_.addition;
+        std::vector<int> near{x};  // x, then its parents, in order: bit k of a `shared` is near[k]
+        topo_.parents[x].each([&](int p) { near.push_back(p); });
+        auto scope = [&](uint64_t shared) -> std::optional<uint64_t> {
+            Mask m;
+            for (size_t k = 0; k < near.size(); ++k)
+                if (shared >> k & 1) m.set(near[k]);
+            return size(m);
+        };
+        struct Absorption {
+            double alone, marginalise;
+            uint64_t shared;
+        };
+        std::vector<Absorption> absorptions;
+        uint64_t union_ = 0;
+        for (size_t k : items) {
+            const Item& item = frontier[k];
+            auto whole = size(item.message), most = size(item.message.minus(item.nodes));
+            uint64_t shared = 0;
+            for (size_t j = 0; j < near.size(); ++j)
+                if (item.message.test(near[j])) shared |= uint64_t{1} << j;
+            auto kept = scope(shared);
+            if (!whole || !most || !kept || near.size() > 63) return std::nullopt;
+            absorptions.push_back({least_absorption(add, *whole, *kept, *most), weighted(add, *whole - *most), shared});
+            union_ |= shared;
+        }
+        auto all = scope(union_);
+        if (!all) return std::nullopt;
+        bool apart = absorptions.size() > 10;  // MOST_ORDERED_ABSORPTIONS
+        if (!apart) {
+            apart = true;
+            for (const Absorption& a : absorptions)
+                if (!(a.marginalise + static_cast<double>(*all) <= a.alone)) apart = false;
+        }
+        if (apart) {
+            double total = 0.0;
+            for (const Absorption& a : absorptions) total += a.alone;
+            return total;
+        }
+        size_t count = absorptions.size();
+        std::vector<double> least(size_t{1} << count, 0.0);
+        std::vector<uint64_t> held(size_t{1} << count, 0);
+        for (size_t subset = 1; subset < (size_t{1} << count); ++subset) {
+            size_t low = subset & (~subset + 1);
+            held[subset] = held[subset ^ low] | absorptions[std::countr_zero(low)].shared;
+            double best = std::numeric_limits<double>::infinity();
+            for (size_t i = 0; i < count; ++i) {
+                if (!(subset >> i & 1)) continue;
+                size_t before = subset ^ (size_t{1} << i);
+                auto s = scope(held[before] | absorptions[i].shared);
+                if (!s) return std::nullopt;
+                double in = absorptions[i].marginalise + static_cast<double>(*s);
+                double cost = in > absorptions[i].alone ? in : absorptions[i].alone;
+                double total = least[before] + cost;
+                if (total < best) best = total;
+            }
+            least[subset] = best;
+        }
+        return least.back();
+    }
+
+    // cost/dcmap.py's _grouping_excess for the nodes `group` of a layer whose unplaced nodes are `layer`
+    std::optional<double> grouping_excess(const Mask& group, const Mask& layer) const {
+        if (!group.many()) return 0.0;
+        unsigned __int128 best = ~static_cast<unsigned __int128>(0);
+        bool failed = false;
+        auto cpt = [&](int x) { return size(topo_.parents[x] | Mask::bit(x)); };
+        group.each([&](int x) {
+            auto c = cpt(x), rest = size(group.minus(Mask::bit(x)));
+            if (!c || !rest) return void(failed = true);
+            unsigned __int128 v = static_cast<unsigned __int128>(*c) * (*rest - 1);
+            if (v < best) best = v;
+        });
+        auto whole = size(group);
+        if (!whole) return std::nullopt;
+        layer.minus(group).each([&](int x) {
+            auto c = cpt(x);
+            if (!c) return void(failed = true);
+            unsigned __int128 v = static_cast<unsigned __int128>(*c) * (*whole - 1);
+            if (v < best) best = v;
+        });
+        if (failed || best > EXACT) return std::nullopt;
+        return static_cast<double>(static_cast<uint64_t>(best));
+    }
+
+    // DcmapCost.grouping_lower_bound for a frontier item with two or more unplaced
+    // parents `shared` in the next layer to build, whose unplaced nodes are `layer`
+    std::optional<double> grouping_bound(const Item& item, const Mask& shared, const Mask& layer) const {
+        std::vector<int> parents;
+        shared.each([&](int p) { parents.push_back(p); });
+        size_t count = parents.size();
+        if (count > 8) return 0.0;  // MOST_GROUPED_PARENTS
+        auto whole = size(item.message), most = size(item.message.minus(item.nodes));
+        if (!whole || !most) return std::nullopt;
+        // each group's part (a group as bits over `parents`)
+        std::vector<double> part(size_t{1} << count, 0.0);
+        for (uint32_t g = 1; g < (uint32_t{1} << count); ++g) {
+            Mask group, near;
+            for (size_t k = 0; k < count; ++k)
+                if (g >> k & 1) group.set(parents[k]);
+            auto excess = grouping_excess(group, layer);
+            if (!excess) return std::nullopt;
+            if (g & 1) {  // it holds the first parent, whose absorption is charged elsewhere
+                part[g] = *excess;
+                continue;
+            }
+            near = group | topo_.union_of(topo_.parents, group);
+            auto kept = size(item.message & near);
+            if (!kept) return std::nullopt;
+            part[g] = *excess + least_absorption(d_.addition, *whole, *kept, *most);
+        }
+        // the least over the partitions, in cost/dcmap.py's _set_partitions order
+        double best = std::numeric_limits<double>::infinity();
+        bool first = true;
+        for (const std::vector<uint32_t>& groups : partitions(static_cast<int>(count))) {
+            double total = 0.0;
+            for (uint32_t g : groups) total += part[g];
+            if (first || total < best) best = total;
+            first = false;
+        }
+        return best;
+    }
+
+    // Every partition of `count` elements into groups (bits), in the order
+    // cost/dcmap.py's _set_partitions yields them (Bell(8) = 4140 at most), made once.
+    static const std::vector<std::vector<uint32_t>>& partitions(int count) {
+        static const std::vector<std::vector<std::vector<uint32_t>>> made = [] {
+            std::vector<std::vector<std::vector<uint32_t>>> all(9);
+            for (int c = 0; c <= 8; ++c) all[c] = partitions_from(c, 0);
+            return all;
+        }();
+        return made[count];
+    }
+    static std::vector<std::vector<uint32_t>> partitions_from(int count, int from) {
+        if (from == count) return {{}};
+        std::vector<std::vector<uint32_t>> out;
+        for (const std::vector<uint32_t>& rest : partitions_from(count, from + 1)) {
+            std::vector<uint32_t> p{uint32_t{1} << from};
+            p.insert(p.end(), rest.begin(), rest.end());
+            out.push_back(p);
+            for (size_t i = 0; i < rest.size(); ++i) {
+                p.assign(rest.begin(), rest.end());
+                p[i] |= uint32_t{1} << from;
+                out.push_back(p);
+            }
+        }
+        return out;
+    }
+};
+
+}  // namespace dcmap

@@ -20,6 +20,7 @@ machine whose speed drifts over minutes, one pair measures the drift too.
     python scripts/benchmark_engine.py --networks insurance,water --time-limit 900
     python scripts/benchmark_engine.py --networks hailfinder --time-limit 3600 --baseline none
     python scripts/benchmark_engine.py --networks water --repeat 2
+    python scripts/benchmark_engine.py --networks water:user --baseline 41ce64c
 """
 
 from __future__ import annotations
@@ -51,11 +52,41 @@ COLUMNS = ["network", "engine", "commit", "proven", "cost", "solutions", "partit
 
 
 def network_spec(label: str) -> dict:
-    """load_network keyword arguments for a network label (seagrass-1slice/-2slices too)."""
+    """load_network keyword arguments for a network label (seagrass-1slice/-2slices too),
+    and the cost model's kind after a colon: ``water:user``, ``water:function`` (see
+    :func:`user_model`)."""
+    label, _, cost = label.partition(":")
+    if cost not in ("", "user", "function"):
+        raise SystemExit(f"unknown cost model {cost!r} in {label}:{cost}: user or function")
+    spec = {"cost": cost} if cost else {}
     if label.startswith("seagrass-"):
         slices = 1 if label == "seagrass-1slice" else int(label.split("-")[1].removesuffix("slices"))
-        return {"source": str(NETWORKS / "seagrass-2tbn.json"), "slices": slices, "order": "paper"}
-    return {"source": str(NETWORKS / f"{label}.bif.gz")}
+        return {**spec, "source": str(NETWORKS / "seagrass-2tbn.json"), "slices": slices, "order": "paper"}
+    return {**spec, "source": str(NETWORKS / f"{label}.bif.gz")}
+
+
+def user_model(kind: str, order: str) -> object:
+    """The built-in model as a user's: ``user``, an object whose ``evaluate`` and bound
+    hooks call the model's (the same costs, bound and iterations; every call crosses
+    into Python through the checks of a user's model); ``function``, a plain function of
+    the context (no hooks: no bound, so more iterations)."""
+    from dcmap_dist import DcmapCost
+
+    model = DcmapCost(order=order)
+
+    class UserDcmap:
+        def evaluate(self, context):
+            return model.evaluate(context)
+
+        def __getattr__(self, name):
+            if name.endswith("lower_bounds") or name.endswith("lower_bound") or name == "estimate":
+                return getattr(model, name)
+            raise AttributeError(name)
+
+    def dcmap_function(context):
+        return model.evaluate(context)
+
+    return UserDcmap() if kind == "user" else dcmap_function
 
 
 def run_one(tree: str, label: str, time_limit: float, memory_limit_mb: float) -> dict:
@@ -76,7 +107,9 @@ def run_one(tree: str, label: str, time_limit: float, memory_limit_mb: float) ->
     network = load_network(spec["source"], slices=spec.get("slices"))
     searched = []  # CPU seconds at each progress report: the last is the search's end, before the listing
     start, cpu = time.perf_counter(), time.process_time()
-    result = solve(network, order=spec.get("order", "cpt"), time_limit=time_limit, max_solutions=LISTED,
+    order = spec.get("order", "cpt")
+    model = {"cost": user_model(spec["cost"], order)} if "cost" in spec else {"order": order}
+    result = solve(network, **model, time_limit=time_limit, max_solutions=LISTED,
                    memory_limit_mb=memory_limit_mb, on_progress=lambda _: searched.append(time.process_time()))
     wall, cpu, search_cpu = time.perf_counter() - start, time.process_time() - cpu, searched[-1] - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the solve's, before the digest's lists

@@ -20,8 +20,9 @@ from dcmap_dist.checkpoint.arrow import generations
 
 pytestmark = pytest.mark.ray
 
-SEAGRASS = ["solve", "seagrass-2tbn", "--slices", "2", "--order", "paper"]
-OPTIMUM = (5332.4, 560)  # seagrass, two slices (results/)
+# about 10 s on two native workers (seagrass two slices, 1 s, ended before a signal landed)
+WATER = ["solve", "water"]
+OPTIMUM = (34967.4, 5233)  # water (results/)
 
 
 def dcmap(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -45,7 +46,7 @@ def wait_for_improvement(process: subprocess.Popen) -> list[str]:
 
 
 def assert_resumes_to_the_optimum(folder: Path, output: Path) -> None:
-    """``dcmap resume folder`` runs to the end and proves seagrass two slices' optimum."""
+    """``dcmap resume folder`` runs to the end and proves water's optimum."""
     done = dcmap("resume", str(folder), "-q", "--max-solutions", "0", "-o", str(output))
     assert done.returncode == 0, done.stderr[-3000:]
     again = json.loads(output.read_text())
@@ -116,7 +117,7 @@ def test_sigterm_to_the_process_group_writes_the_checkpoint_and_the_result(tmp_p
     are in a group of their own, so the driver stops the search cleanly (before, Ray died
     first and both the checkpoint and the result could be lost)."""
     folder, output = tmp_path / "ck", tmp_path / "result.json"
-    process = started(*SEAGRASS, "--workers", "2", "--checkpoint", str(folder), "-o", str(output))
+    process = started(*WATER, "--workers", "2", "--checkpoint", str(folder), "-o", str(output))
     wait_for_improvement(process)
     time.sleep(0.5 * attempt)
     os.killpg(process.pid, signal.SIGTERM)
@@ -133,7 +134,7 @@ def test_a_lost_ray_leaves_the_best_so_far_and_names_the_folder(tmp_path):
     says what happened and how to go on, the best mapping so far in the result, and the
     last checkpoint resumes to the exact answer (before: "internal error", nothing written)."""
     folder, output = tmp_path / "ck", tmp_path / "result.json"
-    process = started(*SEAGRASS, "--workers", "2", "--checkpoint", str(folder), "--checkpoint-every", "0.5",
+    process = started(*WATER, "--workers", "2", "--checkpoint", str(folder), "--checkpoint-every", "0.5",
                       "-o", str(output))
     wait_for_improvement(process)
     deadline = time.monotonic() + 60
@@ -156,7 +157,7 @@ def test_ctrl_c_during_ray_start_up_stops_cleanly(tmp_path):
     """SIGINT while the private Ray starts: the search stops at once with the best so far
     (exit 4), it does not run on."""
     output = tmp_path / "result.json"
-    process = started(*SEAGRASS, "--workers", "2", "-o", str(output))
+    process = started(*WATER, "--workers", "2", "-o", str(output))
     time.sleep(1.0)  # Ray takes several seconds to start
     os.killpg(process.pid, signal.SIGINT)
     _, err = process.communicate(timeout=180)

@@ -129,10 +129,11 @@ def test_distributed_equals_serial_on_real_networks(name, slices, order):
 def test_a_killed_worker_loses_nothing(tmp_path):
     """Kill one worker's process in the middle of a run, after a checkpoint has taken a
     snapshot of the search under way: the coordinator starts a new worker, rolls every
-    worker back to that snapshot, and the result is exact. Without the bound, so that
-    the search lasts long enough (seconds) for the kill to land in it."""
-    network = load_network("seagrass-2tbn", slices=1)
-    serial = solve(network, order="paper", max_solutions=None, use_bound=False)
+    worker back to that snapshot, and the result is exact. Water, whose search on two
+    native workers lasts about 10 s (seagrass one slice without the bound, seconds on
+    the Python engine, ended before the kill)."""
+    network = load_network("water")
+    serial = solve(network, max_solutions=None)
     killed = []
 
     def kill_one(stats: Progress) -> None:
@@ -140,12 +141,12 @@ def test_a_killed_worker_loses_nothing(tmp_path):
             return
         killed.append(kill_a_worker())
 
-    result = solve(network, order="paper", max_solutions=None, workers=2, snapshot_every=1.0, use_bound=False,
-                   checkpoint=tmp_path / "run", checkpoint_every=2.0, on_progress=kill_one)
+    result = solve(network, max_solutions=None, workers=2, snapshot_every=0.5, checkpoint=tmp_path / "run",
+                   checkpoint_every=0.5, on_progress=kill_one)
     assert killed, "the run ended before a worker could be killed"
     assert result.components[0]["distributed"]["recoveries"] >= 1
     assert disagreement(serial, result, "after a kill") is None
-    assert trace_problem(network, result, COST_MODELS["dcmap-paper"]) is None
+    assert trace_problem(network, result) is None
 
 
 @pytest.mark.parametrize("moment", ["proven", pytest.param("improved", marks=pytest.mark.slow)])
@@ -283,11 +284,12 @@ def test_limits_stop_a_distributed_search():
             elif trace_problem(small, result):
                 problems.append(f"seed {seed}, {limit} iterations: {trace_problem(small, result)}")
     assert not problems, "\n".join(problems)
-    result = solve(load_network("seagrass-2tbn", slices=2), order="paper", workers=2, time_limit=2.0)
+    three_slices = load_network("seagrass-2tbn", slices=3)  # a minute natively: two slices are proven in 2 s
+    result = solve(three_slices, order="paper", workers=2, time_limit=2.0)
     assert not result.proven_optimal and result.stop_reason == "time_limit"
-    assert result.lower_bound <= 5332.4 + 1e-6 <= result.optimal_cost + 1e-6
+    assert result.lower_bound <= 9511.8 + 1e-6 <= result.optimal_cost + 1e-6
     assert result.trace and result.trace[-1]["cost"] == pytest.approx(result.optimal_cost)
-    assert trace_problem(load_network("seagrass-2tbn", slices=2), result, COST_MODELS["dcmap-paper"]) is None
+    assert trace_problem(three_slices, result, COST_MODELS["dcmap-paper"]) is None
 
 
 def test_progress_reports_the_distributed_figures():

@@ -4,6 +4,7 @@
 // of optimal mappings read them unchanged.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -68,7 +69,8 @@ class HistoryWriter {
 
 // A shard's histories: one store of bytes, each history after the offset of its record's
 // previous one (int64 little-endian, -1 for the first); per owner, the offset of each
-// serial's last history (-1: none).
+// serial's last history (-1: none). The store grows by an eighth, as Python's bytearray
+// does, not by doubling: it is the largest of the search's structures.
 class HistoryTable {
    public:
     void add(int64_t record, const std::string& history) {
@@ -80,6 +82,8 @@ class HistoryTable {
         if (previous < 0) ++records_;
         ++histories_;
         int64_t at = static_cast<int64_t>(store_.size());
+        size_t needed = store_.size() + 8 + history.size();
+        if (needed > store_.capacity()) store_.reserve(std::max(needed, store_.capacity() + store_.capacity() / 8));
         char head[8];
         std::memcpy(head, &previous, 8);  // little-endian, as struct '<q' (x86-64 and ARM64)
         store_.insert(store_.end(), head, head + 8);

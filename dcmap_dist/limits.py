@@ -24,6 +24,7 @@ class StopReason(enum.StrEnum):
     MEMORY_LIMIT = "memory_limit"
     INTERRUPTED = "interrupted"  # a signal (SIGINT, SIGTERM): see INTERRUPT
     RAY_LOST = "ray_lost"  # the Ray of a distributed search was lost; the best mapping heard of
+    CHECKPOINT_FAILED = "checkpoint_failed"  # a checkpoint could not be written (a full disk, ...)
 
 
 class StepEnd(enum.StrEnum):

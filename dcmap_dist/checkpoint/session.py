@@ -45,7 +45,7 @@ from ..search.tolerance import within
 from ..settings import SearchSettings
 from .arrow import POINTER, CheckpointError, CheckpointWarning, generations
 from .read import read_checkpoint
-from .write import Batches, Messages, history_batches, state_batches, write_checkpoint
+from .write import Batches, Messages, history_batches, remove_partial, state_batches, write_checkpoint
 
 __all__ = ["CHECKPOINT_EVERY", "CheckpointFolder", "Checkpointer", "Resume", "check_checkpoint_path", "cost_spec"]
 
@@ -126,10 +126,15 @@ class CheckpointFolder:
             self._lock.close()
             raise CheckpointError(f"checkpoint folder {path} is in use by another run (process {holder}); "
                                   "wait for it to end, or choose another folder") from None
-        self._lock.seek(0)
-        self._lock.truncate()
-        self._lock.write(f"{os.getpid()}\n")
-        self._lock.flush()
+        remove_partial(path)  # a write cut short (a kill, a full disk): its space back first
+        try:
+            self._lock.seek(0)
+            self._lock.truncate()
+            self._lock.write(f"{os.getpid()}\n")
+            self._lock.flush()
+        except OSError as exc:
+            self.close()
+            raise CheckpointError(f"--checkpoint {path}: {exc.strerror or exc}") from None
         held = generations(path)
         if held and not continuing:
             if not fresh:
@@ -179,6 +184,8 @@ class Checkpointer:
         self.written = 0
         self.seconds = 0.0
         self.seconds_per_unit = SECONDS_PER_UNIT
+        self.base: Path | None = None  # the newest intact generation: resumed from, or last written
+        self.failure: str | None = None  # why a write failed (no more are tried)
 
     def due(self) -> bool:
         return time.monotonic() >= self.next_due
@@ -189,9 +196,15 @@ class Checkpointer:
         write's rate, with a margin."""
         return 1.25 * self.seconds_per_unit * size + 0.4  # and what follows the write (the final listing)
 
-    def save(self, parts: Iterable[SearchState], counters: dict[str, Any] | None) -> None:
+    def save(self, parts: Iterable[SearchState], counters: dict[str, Any] | None) -> bool:
         """Write a generation: the finished components, and ``parts`` of the state of the
-        component being searched (``counters`` None: no component in progress)."""
+        component being searched (``counters`` None: no component in progress). True if
+        written; False if the machine refused it (an OSError: a full disk, a read-only or
+        vanished folder), said in a :class:`CheckpointWarning` naming the fault, and
+        recorded in :attr:`failure`: the partial generation is removed, the older ones
+        kept, and no later write is tried."""
+        if self.failure is not None:
+            return False
         start = time.monotonic()
         metadata = dict(self.identity, component=self.component, counters=counters, finished=self.finished,
                         solve_trace=self.solve_trace, solve_bounds=self.solve_bounds,
@@ -208,18 +221,35 @@ class Checkpointer:
             (batch for k, histories in enumerate(self.finished_histories) for batch in history_batches(k, histories)),
             (batch for part in parts for batch in part_batches(part)),
         )
-        write_checkpoint(self.directory, metadata, batches, messages)
+        try:
+            self.base = write_checkpoint(self.directory, metadata, batches, messages, keep=self.base)
+        except OSError as exc:
+            self._failed(exc)
+            return False
         took = time.monotonic() - start
         self.seconds_per_unit = max(SECONDS_PER_UNIT / 10, took / max(1, size))
         self.written += 1
         self.seconds += took
         self.next_due = time.monotonic() + self.every
+        return True
+
+    def _failed(self, exc: OSError) -> None:
+        """Record and tell of a write the machine refused."""
+        fault = exc.strerror or str(exc)
+        kept = generations(self.directory) if self.directory.is_dir() else []
+        last = f"its last complete generation, {kept[0].name}, is kept" if kept else "it holds no complete generation"
+        self.failure = f"{fault} ({self.directory})"
+        warnings.warn(f"checkpoint not written to {self.directory}: {fault}; the partial generation was removed and "
+                      f"{last}; the search stops here with its best mapping so far; free space (or give "
+                      f"another folder), then go on with: dcmap resume {self.directory}", CheckpointWarning,
+                      stacklevel=2)
 
     def adopt(self, resumed: Resume) -> None:
         """Go on from a resumed checkpoint: its finished components stay in every later one."""
         self.finished = list(resumed.metadata["finished"])
         self.finished_histories = [resumed.generation.state(k).histories for k in range(len(self.finished))]
         self.component = resumed.metadata["component"]
+        self.base = resumed.generation.folder
 
     def finish_component(self, outcome: SearchOutcome) -> None:
         """Record a component's outcome; the next checkpoint is of the one after it."""

@@ -24,8 +24,8 @@ __all__ = ["main"]
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dcmap`` console script; returns the exit code: 0 done (a
     solve proven optimal), 1 internal error, 2 bad input or usage, 3 a solve stopped by
-    a limit (its best result written), 4 interrupted by a signal, 5 its Ray was lost (the
-    best result written either way). See the README's Troubleshooting."""
+    a limit (its best result written), 4 interrupted by a signal, 5 its Ray was lost, 6
+    a checkpoint could not be written (the best result written either way). See the README's Troubleshooting."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as stop:  # --help, --version, or a usage error already printed

@@ -100,7 +100,8 @@ def _search(args: argparse.Namespace, network: Network | None, settings: dict[st
     return status
 
 
-STOPPED = {StopReason.INTERRUPTED: 4, StopReason.RAY_LOST: 5}  # exit codes of an unproven solve; others (a limit): 3
+# exit codes of an unproven solve; others (a limit): 3
+STOPPED = {StopReason.INTERRUPTED: 4, StopReason.RAY_LOST: 5, StopReason.CHECKPOINT_FAILED: 6}
 
 
 @contextlib.contextmanager

@@ -1,0 +1,118 @@
+"""The environment's faults are outcomes, not bugs (issue 49): a full disk, a slow Ray, a
+slow cost function, odd tables and names each end with a clear message, a documented
+exit code and nothing lost."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dcmap_dist.checkpoint.arrow import FAULT_VARIABLE, CheckpointWarning, generations
+from dcmap_dist.io.load import load_network
+from dcmap_dist.solve import solve
+
+
+def dcmap(*args: str, env: dict | None = None, timeout: float = 300, cwd: Path | None = None
+          ) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dcmap_dist", *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+@contextlib.contextmanager
+def small_disk(folder: Path, size: str = "200k") -> Iterator[bool]:
+    """A tmpfs of ``size`` mounted on ``folder`` if this process may mount one (True),
+    else nothing (False: the caller simulates the full disk)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                             capture_output=True).returncode == 0 if os.geteuid() == 0 else False
+    try:
+        yield mounted
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+# -- 1. a full disk during a checkpoint ---------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_full_disk_during_a_checkpoint_writes_the_result_and_resumes(tmp_path):
+    """Water checkpointed every half second into an 80 MiB tmpfs (its generations take
+    30 to 37 MiB, and a write needs room for the two before it: the third is refused),
+    or a simulated ENOSPC on its second generation where no tmpfs can be mounted): exit code 6, the fault named,
+    the best mapping in the result file (on another disk), no partial generation left;
+    resume goes on from the last complete generation without any cleaning by hand."""
+    ck, out = tmp_path / "ck", tmp_path / "result.json"
+    with small_disk(ck, "80m") as mounted:
+        env = {} if mounted else {FAULT_VARIABLE: "enospc:2"}
+        run = dcmap("solve", "water", "--checkpoint", str(ck), "--checkpoint-every", "0.5", "--time-limit", "60",
+                    "-o", str(out), "--quiet", env=env)
+        assert run.returncode == 6, run.stderr
+        assert "No space left on device" in run.stderr and f"dcmap resume {ck}" in run.stderr
+        assert "please report" not in run.stderr and "Traceback" not in run.stderr
+        data = json.loads(out.read_text())
+        assert data["stop_reason"] == "checkpoint_failed" and not data["proven_optimal"] and data["solutions"]
+        assert not list(ck.glob(".*.tmp")) and generations(ck)
+        if mounted:  # still full: the resume searches, and is refused its checkpoint again
+            full = dcmap("resume", str(ck), "--time-limit", "2", "-o", str(tmp_path / "full.json"), "--quiet")
+            assert full.returncode == 6 and "No space left on device" in full.stderr, full.stderr
+            assert not list(ck.glob(".*.tmp")) and generations(ck)
+            subprocess.run(["mount", "-o", "remount,size=300m", str(ck)], check=True)  # space freed
+        again = dcmap("resume", str(ck), "--time-limit", "2", "-o", str(tmp_path / "again.json"), "--quiet")
+        assert again.returncode == 3, again.stderr
+        assert json.loads((tmp_path / "again.json").read_text())["stop_reason"] == "time_limit"
+
+
+def test_a_refused_checkpoint_write_stops_the_search_with_its_best(tmp_path, monkeypatch):
+    """The machine refuses the second checkpoint (a simulated ENOSPC): the search stops
+    with its best mapping, stop reason ``checkpoint_failed``, a warning naming the fault,
+    the first generation kept and nothing partial left; a resume goes on from it."""
+    from dcmap_dist.run import serial
+
+    ck = tmp_path / "ck"
+    monkeypatch.setattr(serial, "TURN_SECONDS", 1e-3)  # a turn, and a checkpoint, every millisecond
+    monkeypatch.setenv(FAULT_VARIABLE, "enospc:2")
+    with pytest.warns(CheckpointWarning, match="No space left on device.*gen-000001.*dcmap resume"):
+        result = solve(load_network("child"), max_iterations=4000, checkpoint=ck, checkpoint_every=1e-3)
+    assert result.stop_reason == "checkpoint_failed" and result.solutions
+    assert [g.name for g in generations(ck)] == ["gen-000001"] and not list(ck.glob(".*.tmp"))
+    monkeypatch.delenv(FAULT_VARIABLE)
+    again = solve(None, resume=ck, max_iterations=400)
+    assert again.stop_reason == "max_iterations"
+
+
+def test_a_full_disk_at_the_final_checkpoint_is_exit_code_6(tmp_path):
+    """The only checkpoint, written when the limit stops the search, is refused: exit
+    code 6, the result written, the message naming the fault and the folder."""
+    ck, out = tmp_path / "ck", tmp_path / "r.json"
+    run = dcmap("solve", "child", "--checkpoint", str(ck), "--max-iterations", "50", "-o", str(out), "--quiet",
+                env={FAULT_VARIABLE: "enospc:1"})
+    assert run.returncode == 6 and "No space left on device" in run.stderr and "no complete generation" in run.stderr
+    assert json.loads(out.read_text())["stop_reason"] == "checkpoint_failed"
+    assert not list(ck.glob(".*.tmp")) and "please report" not in run.stderr
+
+
+# -- 6. checkpoint pruning ----------------------------------------------------------------------
+
+
+def test_pruning_keeps_the_generation_a_resume_started_from(tmp_path):
+    """A resume that falls back past a damaged newest generation writes a new one, then
+    removes the damaged one and keeps the intact one it started from."""
+    folder = tmp_path / "ck"
+    solve(load_network("child"), max_iterations=2000, checkpoint=folder)
+    solve(None, max_iterations=2000, resume=folder)
+    newest, previous = generations(folder)
+    links = newest / "links.arrow"
+    links.write_bytes(links.read_bytes()[: links.stat().st_size // 2])
+    with pytest.warns(CheckpointWarning, match="damaged"):
+        solve(None, resume=folder, max_iterations=2000)
+    kept = generations(folder)
+    assert newest not in kept and previous in kept and len(kept) == 2
+    solve(None, resume=folder, max_iterations=10)  # the newest resumes; the one it started from is kept

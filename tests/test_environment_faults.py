@@ -7,8 +7,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -116,3 +118,80 @@ def test_pruning_keeps_the_generation_a_resume_started_from(tmp_path):
     kept = generations(folder)
     assert newest not in kept and previous in kept and len(kept) == 2
     solve(None, resume=folder, max_iterations=10)  # the newest resumes; the one it started from is kept
+
+
+# -- 3. a slow cost function: the time limit and Ctrl-C between its calls -----------------------
+
+
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_a_slow_cost_function_stops_within_a_call_of_the_time_limit(engine, monkeypatch):
+    """Child with a 20 ms cost function and a 0.5 s limit: once the limit has passed, at
+    most one call of a cluster-layer of several nodes starts (the single-node ones are
+    the fallback mapping's, priced in any case), on either engine: the limits are checked
+    after every slow call, not every 128 steps (51 calls after the limit before)."""
+    monkeypatch.setenv("DCMAP_ENGINE", engine)
+    starts: list[tuple[float, int]] = []
+
+    def slow_cost(ctx) -> float:
+        starts.append((time.perf_counter(), len(ctx.nodes)))
+        time.sleep(0.02)
+        return float(len(ctx.nodes)) ** 2
+
+    start = time.perf_counter()
+    result = solve(load_network("child"), cost=slow_cost, time_limit=0.5)
+    assert result.stop_reason == "time_limit" and result.solutions
+    late = [size for when, size in starts if when - start > 0.5 and size > 1]
+    assert len(late) <= 1, late
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_slow_cost_function_writes_the_best_within_a_call(tmp_path):
+    """A cost function of 0.5 s a call, interrupted once its search runs: the message
+    says it waits for the call in progress, and the result is written with the best so
+    far (exit code 4) after that call and the audit of the improvements the last step
+    found (each prices its new cluster-layers: at most the 7 of paper-example)."""
+    (tmp_path / "slow_cost.py").write_text(
+        "import time\n\ndef cost(ctx):\n    time.sleep(0.5)\n    return float(len(ctx.nodes)) ** 2\n")
+    out = tmp_path / "r.json"
+    process = subprocess.Popen([sys.executable, "-m", "dcmap_dist", "solve", "paper-example", "--cost",
+                                "slow_cost:cost", "-o", str(out), "--quiet"], cwd=tmp_path, text=True,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(6)  # the 7 single-node costs, then the search's calls
+    assert process.poll() is None
+    process.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 4, err
+    assert time.monotonic() - sent < 0.5 * (1 + 7) + 2.0, err
+    assert "once the cost function's call in progress returns" in err
+    data = json.loads(out.read_text())
+    assert data["stop_reason"] == "interrupted" and data["solutions"]
+
+
+def test_both_engines_stop_at_the_same_slow_call(monkeypatch):
+    """A limit reached after a slow call ends the step as a limit reached mid-expansion
+    does (the branch put back, the iteration not counted), on both engines alike: a cost
+    function whose 120th call is slow and raises the interrupt stops both at the same
+    iteration with the same trace."""
+    from dcmap_dist.limits import INTERRUPT
+
+    results = {}
+    for engine in ("python", "native"):
+        monkeypatch.setenv("DCMAP_ENGINE", engine)
+        calls = [0]
+
+        def cost(ctx) -> float:
+            calls[0] += 1
+            if calls[0] == 120:
+                INTERRUPT.set()
+                time.sleep(0.02)
+            return float(len(ctx.nodes)) ** 2 + 0.5 * len(ctx.children)
+
+        INTERRUPT.clear()
+        try:
+            result = solve(load_network("child"), cost=cost, max_solutions=1)
+        finally:
+            INTERRUPT.clear()
+        assert result.stop_reason == "interrupted" and calls[0] >= 120
+        results[engine] = (result.iterations, result.optimal_cost, [(p["iteration"], p["cost"]) for p in result.trace])
+    assert results["python"] == results["native"]

@@ -10,13 +10,14 @@ import math
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..io.dynamic import MAX_UNROLLED_NODES
 from ..io.outputs import OutputError, check_output, write_atomic
-from ..limits import INTERRUPT, StopReason, memory_mb
+from ..limits import COST_CALL, INTERRUPT, StopReason, memory_mb
 from ..model.network import Network, TooLarge
 from ..result import SolveResult
 from ..solve import solve
@@ -138,7 +139,10 @@ def _interrupt(signum: int, _frame: Any) -> None:
     if INTERRUPT.is_set():
         raise KeyboardInterrupt
     INTERRUPT.set()
-    print(f"dcmap: {signal.Signals(signum).name}: stopping; the best so far will be written "
+    started = COST_CALL.started
+    waiting = "" if started is None else (
+        f" once the cost function's call in progress returns (running for {time.perf_counter() - started:.1f} s)")
+    print(f"dcmap: {signal.Signals(signum).name}: stopping; the best so far will be written{waiting} "
           "(send it again to stop at once)", file=sys.stderr)
 
 

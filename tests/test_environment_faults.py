@@ -195,3 +195,41 @@ def test_both_engines_stop_at_the_same_slow_call(monkeypatch):
         assert result.stop_reason == "interrupted" and calls[0] >= 120
         results[engine] = (result.iterations, result.optimal_cost, [(p["iteration"], p["cost"]) for p in result.trace])
     assert results["python"] == results["native"]
+
+
+# -- 4. a cost too large for a float --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, said", [(10**400, "too large for a floating-point number"),
+                                         (-10**400, "a cost must be a finite positive number")])
+def test_a_cost_past_the_float_range_is_refused_naming_the_cluster_layer(value, said):
+    from dcmap_dist.cost.base import CostError
+
+    with pytest.raises(CostError, match=rf"cost of cluster-layer \['F'\] \(layer 0\) is .*characters\)[,;] {said}"):
+        solve(load_network("paper-example"), cost=lambda ctx: value)
+
+
+def test_a_huge_cost_from_a_cost_module_is_exit_code_2(tmp_path):
+    (tmp_path / "huge.py").write_text("def cost(ctx):\n    return 10**400\n")
+    run = dcmap("solve", "paper-example", "--cost", "huge:cost", "--quiet", cwd=tmp_path)
+    assert run.returncode == 2 and "cluster-layer ['F'] (layer 0)" in run.stderr, run.stderr
+    assert "too large for a floating-point number" in run.stderr and len(run.stderr) < 400
+
+
+# -- 14. a result edited by hand, an addition weight past the float range -----------------------
+
+
+def test_plot_names_a_figure_that_is_not_a_number(tmp_path):
+    pytest.importorskip("matplotlib")
+    good, bad = tmp_path / "r.json", tmp_path / "bad.json"
+    assert dcmap("solve", "asia", "-o", str(good), "--quiet").returncode == 0
+    data = json.loads(good.read_text())
+    bad.write_text(json.dumps({**data, "optimal_cost": "abc"}))
+    run = dcmap("plot", str(bad), "-o", str(tmp_path / "p.png"))
+    assert run.returncode == 2 and "'optimal_cost' is 'abc', not a number" in run.stderr, run.stderr
+
+
+def test_an_addition_weight_past_the_float_range_is_named(tmp_path):
+    run = dcmap("solve", "asia", "--addition", "1e308", "--quiet")
+    assert run.returncode == 2 and "addition 1e+308 is too large" in run.stderr, run.stderr
+    assert "at most" in run.stderr and "table of" not in run.stderr

@@ -111,7 +111,21 @@ def _trace(result: Mapping[str, Any]) -> list[dict[str, Any]]:
         if not (isinstance(point, Mapping) and all(isinstance(point.get(key), (int, float))
                                                    for key in ("iteration", "seconds"))):
             raise ValueError(f"trace point {k} needs a numeric 'iteration' and 'seconds', got {point!r}")
+        if not _numeric(point.get("cost")):
+            raise ValueError(f"trace point {k}: its 'cost' is {point.get('cost')!r}, not a number or null")
+    for key in ("optimal_cost", "lower_bound", "iterations", "elapsed_seconds"):
+        if not _numeric(result.get(key)):
+            raise ValueError(f"the result's {key!r} is {result[key]!r}, not a number or null: not a dcmap result "
+                             "as dcmap solve writes it (edited?)")
+    for k, point in enumerate(result.get("bounds") or []):
+        if not (isinstance(point, Mapping) and _numeric(point.get("lower_bound"))):
+            raise ValueError(f"bounds point {k}: its 'lower_bound' is not a number or null, got {point!r}")
     return result["trace"]
+
+
+def _numeric(value: Any) -> bool:
+    """A number (not a bool) or None, as a result file's figures are."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 def _cost_panel(ax: Any, result: Mapping[str, Any], trace: list[dict[str, Any]], axis: str) -> None:

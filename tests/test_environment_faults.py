@@ -233,3 +233,34 @@ def test_an_addition_weight_past_the_float_range_is_named(tmp_path):
     run = dcmap("solve", "asia", "--addition", "1e308", "--quiet")
     assert run.returncode == 2 and "addition 1e+308 is too large" in run.stderr, run.stderr
     assert "at most" in run.stderr and "table of" not in run.stderr
+
+
+# -- 5. environment variables -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, value", [("DCMAP_MAX_INPUT_MB", "inf"), ("DCMAP_MAX_INPUT_MB", "1e300"),
+                                         ("DCMAP_MAX_INPUT_MB", "-5"), ("DCMAP_MAX_INPUT_MB", "nan"),
+                                         ("DCMAP_DEBUG", "maybe"), ("DCMAP_ENGINE", "fast")])
+def test_a_bad_environment_variable_is_named(name, value):
+    run = dcmap("info", "asia", env={name: value})
+    assert run.returncode == 2 and f"{name}={value!r}: expected" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("value, on", [("0", False), ("false", False), ("No", False), ("", False),
+                                       ("1", True), ("TRUE", True), ("yes", True)])
+def test_dcmap_debug_takes_the_usual_spellings(value, on):
+    run = dcmap("info", "no-such-network", env={"DCMAP_DEBUG": value})
+    assert run.returncode == 2 and ("Traceback" in run.stderr) == on, run.stderr
+
+
+def test_the_environment_helper(monkeypatch):
+    from dcmap_dist import env
+
+    monkeypatch.setenv("X_FLAG", " Off ")
+    monkeypatch.setenv("X_NUMBER", "12.5")
+    assert env.flag("X_FLAG") is False and env.flag("X_UNSET", True) is True
+    assert env.number("X_NUMBER", 1, 100, "MiB") == 12.5 and env.number("X_UNSET", 3, 100, "MiB") == 3
+    monkeypatch.setenv("X_NUMBER", "101")
+    with pytest.raises(env.EnvironmentValueError, match="X_NUMBER='101': expected a positive number of MiB"):
+        env.number("X_NUMBER", 1, 100, "MiB")

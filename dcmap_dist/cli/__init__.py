@@ -15,6 +15,7 @@ import warnings
 from typing import Any
 
 from ..cost.base import CostError
+from ..env import EnvironmentValueError, flag
 from ..model.network import NetworkError
 from .parser import build_parser
 
@@ -26,8 +27,14 @@ def main(argv: list[str] | None = None) -> int:
     solve proven optimal), 1 internal error, 2 bad input or usage, 3 a solve stopped by
     a limit (its best result written), 4 interrupted by a signal, 5 its Ray was lost, 6
     a checkpoint could not be written (the best result written either way). See the README's Troubleshooting."""
+    try:  # a bad value of an environment variable is refused before anything runs
+        flag("DCMAP_DEBUG")
+        parser = build_parser()  # its --version reads DCMAP_ENGINE
+    except EnvironmentValueError as exc:
+        print(f"dcmap: error: {exc}", file=sys.stderr)
+        return 2
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as stop:  # --help, --version, or a usage error already printed
         return int(stop.code or 0)
     args.command = ["dcmap", *(sys.argv[1:] if argv is None else argv)]
@@ -57,11 +64,19 @@ def main(argv: list[str] | None = None) -> int:
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: Any = None, line: str | None = None) -> None:
     """Show a warning as ``dcmap: warning: ...`` on stderr (where the code warned, with DCMAP_DEBUG)."""
-    where = f" ({filename}:{lineno})" if os.environ.get("DCMAP_DEBUG") else ""
+    where = f" ({filename}:{lineno})" if _debugging() else ""
     print(f"dcmap: warning: {message}{where}", file=sys.stderr)
 
 
 def _traceback_if_debugging() -> None:
-    """Print the traceback of the exception being handled when DCMAP_DEBUG is set."""
-    if os.environ.get("DCMAP_DEBUG"):
+    """Print the traceback of the exception being handled when DCMAP_DEBUG is on."""
+    if _debugging():
         traceback.print_exc()
+
+
+def _debugging() -> bool:
+    """DCMAP_DEBUG is on (checked when the command started: a bad value is an error then)."""
+    try:
+        return flag("DCMAP_DEBUG")
+    except EnvironmentValueError:
+        return False

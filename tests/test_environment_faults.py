@@ -264,3 +264,42 @@ def test_the_environment_helper(monkeypatch):
     monkeypatch.setenv("X_NUMBER", "101")
     with pytest.raises(env.EnvironmentValueError, match="X_NUMBER='101': expected a positive number of MiB"):
         env.number("X_NUMBER", 1, 100, "MiB")
+
+
+# -- 2. Ray slow to start -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("raised", [Exception("The current node timed out during startup. This could happen "
+                                              "because some of the raylet failed to startup or the GCS has "
+                                              "become overloaded."),
+                                    TimeoutError("Timed out after 30 seconds while waiting for node to startup."),
+                                    RuntimeError("Timed out waiting for node info for node_id=abc.")])
+@pytest.mark.parametrize("command", [["solve", "asia"], ["resume", "CK"]])
+def test_ray_slow_to_start_is_an_outcome_not_a_bug(tmp_path, monkeypatch, capsys, raised, command):
+    """Ray's start-up time-out (simulated: ray.init raises what Ray raises then) ends
+    ``solve`` and the README's ``dcmap resume ck --workers 2`` with exit code 6 and a
+    message that names it and what to do; the checkpoint is left as it was."""
+    ray = pytest.importorskip("ray")
+    from dcmap_dist.cli import main
+
+    ck = tmp_path / "ck"
+    if command[0] == "resume":
+        solve(load_network("asia"), max_iterations=5, checkpoint=ck)
+        command = ["resume", str(ck)]
+    before = sorted(p.name for p in ck.iterdir()) if ck.exists() else []
+
+    def slow_init(*args, **kwargs):
+        raise raised
+
+    from dcmap_dist.run.ray import cluster
+
+    monkeypatch.setattr(cluster, "check_workers", lambda *args: None)  # any machine's CPUs
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", slow_init)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    capsys.readouterr()
+    code = main([*command, "--workers", "2", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 6 and "Ray did not start in time" in err and "without --workers" in err, err
+    assert "please report" not in err
+    assert (sorted(p.name for p in ck.iterdir()) if ck.exists() else []) == before

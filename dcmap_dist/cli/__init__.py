@@ -16,6 +16,7 @@ from typing import Any
 
 from ..cost.base import CostError
 from ..env import EnvironmentValueError, flag
+from ..faults import EXIT_CODE as FAULT_EXIT_CODE, EnvironmentFault
 from ..model.network import NetworkError
 from .parser import build_parser
 
@@ -26,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dcmap`` console script; returns the exit code: 0 done (a
     solve proven optimal), 1 internal error, 2 bad input or usage, 3 a solve stopped by
     a limit (its best result written), 4 interrupted by a signal, 5 its Ray was lost, 6
-    a checkpoint could not be written (the best result written either way). See the README's Troubleshooting."""
+    a fault of the machine (:mod:`dcmap_dist.faults`: a checkpoint the disk refused, Ray
+    not starting in time); a search's best result is written in every case. See the README's Troubleshooting."""
     try:  # a bad value of an environment variable is refused before anything runs
         flag("DCMAP_DEBUG")
         parser = build_parser()  # its --version reads DCMAP_ENGINE
@@ -48,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
         _traceback_if_debugging()
         print(f"dcmap: error: {exc}", file=sys.stderr)
         return 2
+    except EnvironmentFault as exc:  # the machine failed the run: an outcome, not a bug
+        _traceback_if_debugging()
+        print(f"dcmap: error: {exc}", file=sys.stderr)
+        return FAULT_EXIT_CODE
     except KeyboardInterrupt:
         print("dcmap: interrupted", file=sys.stderr)
         return 130

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..faults import EXIT_CODE as FAULT_EXIT_CODE
 from ..io.dynamic import MAX_UNROLLED_NODES
 from ..io.outputs import OutputError, check_output, write_atomic
 from ..limits import COST_CALL, INTERRUPT, StopReason, memory_mb
@@ -102,7 +103,7 @@ def _search(args: argparse.Namespace, network: Network | None, settings: dict[st
 
 
 # exit codes of an unproven solve; others (a limit): 3
-STOPPED = {StopReason.INTERRUPTED: 4, StopReason.RAY_LOST: 5, StopReason.CHECKPOINT_FAILED: 6}
+STOPPED = {StopReason.INTERRUPTED: 4, StopReason.RAY_LOST: 5, StopReason.CHECKPOINT_FAILED: FAULT_EXIT_CODE}
 
 
 @contextlib.contextmanager

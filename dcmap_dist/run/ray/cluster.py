@@ -18,6 +18,7 @@ import ray
 import ray.cloudpickle
 
 from ...cost.base import CostModel
+from ...faults import EnvironmentFault
 from .coordinator import Coordinator
 
 __all__ = ["REACH_SECONDS", "check_workers", "connect", "disconnect", "forget_pool", "pooled_coordinator",
@@ -73,6 +74,15 @@ def connect(address: str | None, workers: int) -> bool:
                      log_to_driver=False, configure_logging=False, **cpus)
     except ConnectionError as exc:
         raise ValueError(f"--address {address}: no Ray cluster answers there ({exc})") from None
+    except Exception as exc:
+        if not _timed_out(exc):
+            raise
+        ray.shutdown()  # what did start
+        where = "this machine" if address == "local" else f"--address {address}"
+        raise EnvironmentFault(
+            f"Ray did not start in time on {where} ({exc}); the machine may be busy: try again when it is "
+            "quieter, run without --workers (a serial search needs no Ray), or start Ray first (ray start "
+            "--head) and give --address auto") from None
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
@@ -83,6 +93,12 @@ def connect(address: str | None, workers: int) -> bool:
             ray.shutdown()
             raise
     return True
+
+
+def _timed_out(exc: Exception) -> bool:
+    """Whether ``ray.init`` failed because Ray was slow to start (it says so in a
+    TimeoutError, a RuntimeError or a bare Exception, depending on where it waited)."""
+    return isinstance(exc, TimeoutError) or "timed out" in str(exc).lower()
 
 
 def check_workers(workers: int, cpus: float, where: str) -> None:

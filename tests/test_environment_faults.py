@@ -303,3 +303,29 @@ def test_ray_slow_to_start_is_an_outcome_not_a_bug(tmp_path, monkeypatch, capsys
     assert code == 6 and "Ray did not start in time" in err and "without --workers" in err, err
     assert "please report" not in err
     assert (sorted(p.name for p in ck.iterdir()) if ck.exists() else []) == before
+
+
+# -- 8. one meaning for -o ------------------------------------------------------------------------
+
+
+def test_dash_is_standard_output_for_text_and_refused_for_pictures(tmp_path):
+    run = dcmap("template", "water", "-o", "-", cwd=tmp_path)
+    assert run.returncode == 0 and json.loads(run.stdout)["name"] == "water" and not (tmp_path / "-").exists()
+    pytest.importorskip("matplotlib")
+    result = tmp_path / "a.json"
+    assert dcmap("solve", "asia", "-o", str(result), "--quiet").returncode == 0
+    for command in (["plot", str(result)], ["draw", "asia", str(result)]):
+        run = dcmap(*command, "-o", "-", cwd=tmp_path)
+        assert run.returncode == 2 and "a picture cannot go to standard output" in run.stderr, run.stderr
+        assert not list(tmp_path.glob("-*"))
+
+
+@pytest.mark.slow
+def test_a_picture_named_without_a_suffix_is_written_as_said(tmp_path):
+    pytest.importorskip("matplotlib")
+    result = tmp_path / "a.json"
+    assert dcmap("solve", "asia", "-o", str(result), "--quiet").returncode == 0
+    plot = dcmap("plot", str(result), "-o", "tr", cwd=tmp_path)
+    draw = dcmap("draw", "asia", str(result), "-o", "out", cwd=tmp_path)
+    assert "trace written to tr.png" in plot.stdout and (tmp_path / "tr.png").is_file()
+    assert "clusters written to out.png" in draw.stdout and (tmp_path / "out.png").is_file()

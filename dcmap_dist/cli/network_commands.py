@@ -95,11 +95,12 @@ def _finite(value: float) -> float | None:
 
 
 def run_template(args: argparse.Namespace) -> int:
-    if args.output:
+    to_file = args.output and args.output != "-"  # '-': standard output, as without --output
+    if to_file:
         check_output(Path(args.output), [Path(args.network)])
     template = recover_template(load_network(args.network))
     text = json.dumps(template, indent=1) + "\n"
-    if args.output:
+    if to_file:
         write_atomic(Path(args.output), text)
         print(f"template with {len(template['nodes'])} nodes and {template['slices']} slices "
               f"written to {args.output}")

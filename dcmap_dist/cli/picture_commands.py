@@ -77,11 +77,17 @@ def _cluster_costs(network: Network, clusters: list[list[str]],
 
 def _picture_paths(args: argparse.Namespace, suffix: str,
                    inputs: tuple[Path, ...] = ()) -> tuple[dict[str, Any], Path]:
-    """The result JSON of ``plot`` or ``draw``, and the picture's path: ``--output``, or
-    beside the result, its stem with ``suffix``; checked not to be an input."""
+    """The result JSON of ``plot`` or ``draw``, and the picture's path: ``--output`` (with
+    ``.png`` added to a name without a suffix; ``-`` refused), or beside the result, its
+    stem with ``suffix``; checked not to be an input."""
     source = Path(args.result)
     stem = Path(source.name.removesuffix(".gz")).stem  # result.json.gz -> result
+    if args.output == "-":
+        raise ValueError(f"--output -: a picture cannot go to standard output; give a file name such as "
+                         f"{stem}{suffix}")
     output = Path(args.output) if args.output else source.with_name(stem + suffix)
+    if not output.suffix:  # what matplotlib would write: named here, so the message says so
+        output = output.with_name(output.name + ".png")
     check_output(output, [source, *inputs])
     result = read_json(source)
     if not isinstance(result, dict):

@@ -343,3 +343,32 @@ def test_a_checkpointed_run_stops_close_to_its_limit(tmp_path, monkeypatch):
     result = solve(load_network("water"), time_limit=8, checkpoint=tmp_path / "ck")
     assert result.stop_reason == "time_limit" and generations(tmp_path / "ck")
     assert 5.0 < result.elapsed_seconds < 9.0, result.elapsed_seconds
+
+
+# -- 12. a scaling study writes where the user says ---------------------------------------------
+
+
+SCALING_STUDY = Path(__file__).resolve().parents[1] / "scripts" / "scaling_study.py"
+
+
+def test_a_scaling_study_writes_into_a_new_folder_of_the_current_one(tmp_path):
+    """With no --output the study's CSV and results go to scaling-study/ in the current
+    folder (before: the repository's committed results/scaling-study.csv, whose rows made
+    the docs' example skip every run); --plot draws the figure from that CSV."""
+    pytest.importorskip("matplotlib")
+    repository_csv = SCALING_STUDY.parents[1] / "results" / "scaling-study.csv"
+    before = repository_csv.read_bytes() if repository_csv.exists() else None
+    command = [sys.executable, str(SCALING_STUDY), "--templates", "random", "--random-sizes", "3",
+               "--random-count", "3", "--max-slices", "3", "--run-budget", "20", "--study-budget", "40"]
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    written = tmp_path / "scaling-study" / "scaling-study.csv"
+    assert len(written.read_text().splitlines()) == 1 + 3 * 3 and list((tmp_path / "scaling-study" / "study").iterdir())
+    assert (repository_csv.read_bytes() if repository_csv.exists() else None) == before
+    drawn = subprocess.run([sys.executable, str(SCALING_STUDY), "--plot", "fig.png"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert drawn.returncode == 0 and (tmp_path / "fig.png").is_file(), drawn.stderr
+    assert "written to fig.png" in drawn.stdout
+    missing = subprocess.run([sys.executable, str(SCALING_STUDY), "--output", "none.csv", "--plot", "f.png"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 2 and "no study CSV at none.csv" in missing.stderr

@@ -372,3 +372,39 @@ def test_a_scaling_study_writes_into_a_new_folder_of_the_current_one(tmp_path):
     missing = subprocess.run([sys.executable, str(SCALING_STUDY), "--output", "none.csv", "--plot", "f.png"],
                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert missing.returncode == 2 and "no study CSV at none.csv" in missing.stderr
+
+
+# -- 9. names printed safely ----------------------------------------------------------------------
+
+
+ODD_NAMES = ["a\nb", "c\x00d", "e\x1b[2Jf", "\u9c7c"]
+
+
+@pytest.fixture()
+def odd_network(tmp_path) -> Path:
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps({"name": "odd\x1b[31mnet", "nodes": [{"id": n, "states": 2} for n in ODD_NAMES],
+                                "edges": [[ODD_NAMES[0], ODD_NAMES[1]], [ODD_NAMES[2], ODD_NAMES[1]],
+                                          [ODD_NAMES[3], ODD_NAMES[0]]]}))
+    return path
+
+
+def test_names_with_control_characters_are_printed_escaped(odd_network, tmp_path):
+    from dcmap_dist.text import printable
+
+    assert printable("a\nb\x00\x1b[1m\u202e\u9c7c z") == "a\\nb\\x00\\x1b[1m\\u202e\u9c7c z"
+    for command in (["info", str(odd_network)], ["solve", str(odd_network), "--quiet", "-o", str(tmp_path / "r.json")]):
+        run = dcmap(*command)
+        assert run.returncode == 0, run.stderr
+        assert "\x1b" not in run.stdout and "\x00" not in run.stdout and "odd\\x1b[31mnet" in run.stdout
+    assert "{a\\nb, c\\x00d} {e\\x1b[2Jf} {\u9c7c}" in run.stdout
+
+
+@pytest.mark.slow
+def test_a_name_without_glyphs_is_said_once(odd_network, tmp_path):
+    pytest.importorskip("matplotlib")
+    result = tmp_path / "r.json"
+    assert dcmap("solve", str(odd_network), "--quiet", "-o", str(result)).returncode == 0
+    run = dcmap("draw", str(odd_network), str(result), "-o", str(tmp_path / "d.png"))
+    assert run.returncode == 0 and "Glyph" not in run.stderr, run.stderr
+    assert run.stderr.count("no installed font has the characters") <= 1  # none where a CJK font is installed

@@ -17,6 +17,7 @@ from typing import Any
 from ..cost.base import CostError
 from ..env import EnvironmentValueError, flag
 from ..faults import EXIT_CODE as FAULT_EXIT_CODE, EnvironmentFault
+from ..text import printable
 from ..model.network import NetworkError
 from .parser import build_parser
 
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         flag("DCMAP_DEBUG")
         parser = build_parser()  # its --version reads DCMAP_ENGINE
     except EnvironmentValueError as exc:
-        print(f"dcmap: error: {exc}", file=sys.stderr)
+        print(f"dcmap: error: {printable(exc)}", file=sys.stderr)
         return 2
     try:
         args = parser.parse_args(argv)
@@ -48,11 +49,11 @@ def main(argv: list[str] | None = None) -> int:
             return args.run(args)
     except (NetworkError, CostError, ValueError, TimeoutError) as exc:
         _traceback_if_debugging()
-        print(f"dcmap: error: {exc}", file=sys.stderr)
+        print(f"dcmap: error: {printable(exc)}", file=sys.stderr)
         return 2
     except EnvironmentFault as exc:  # the machine failed the run: an outcome, not a bug
         _traceback_if_debugging()
-        print(f"dcmap: error: {exc}", file=sys.stderr)
+        print(f"dcmap: error: {printable(exc)}", file=sys.stderr)
         return FAULT_EXIT_CODE
     except KeyboardInterrupt:
         print("dcmap: interrupted", file=sys.stderr)
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as exc:  # a bug: one line, the traceback on request
         _traceback_if_debugging()
-        print(f"dcmap: internal error: {type(exc).__name__}: {exc} (please report this bug, with the "
+        print(f"dcmap: internal error: {type(exc).__name__}: {printable(exc)} (please report this bug, with the "
               "command and its input; DCMAP_DEBUG=1 shows the traceback)", file=sys.stderr)
         return 1
 
@@ -71,7 +72,7 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
                   file: Any = None, line: str | None = None) -> None:
     """Show a warning as ``dcmap: warning: ...`` on stderr (where the code warned, with DCMAP_DEBUG)."""
     where = f" ({filename}:{lineno})" if _debugging() else ""
-    print(f"dcmap: warning: {message}{where}", file=sys.stderr)
+    print(f"dcmap: warning: {printable(message)}{where}", file=sys.stderr)
 
 
 def _traceback_if_debugging() -> None:

@@ -21,6 +21,7 @@ from ..model.mappings import check_mapping
 from ..io.files import read_json
 from ..model.network import Network, NetworkError
 from ..model.topology import eta, layer_nodes, long_arcs, scientific
+from ..text import printable
 
 __all__ = ["load_from_options", "run_cost", "run_info", "run_template"]
 
@@ -53,9 +54,9 @@ def run_info(args: argparse.Namespace) -> int:
         print(json.dumps(facts, indent=1))
         return 0
     states_text = ", ".join(f"{v} with {scientific(int(k))}" for k, v in facts["states"].items())
-    print(f"network      {facts['name']}")
+    print(f"network      {printable(facts['name'])}")
     print(f"nodes        {facts['nodes']} ({states_text} states)")
-    print(f"observed     {', '.join(facts['observed']) or 'none'}")
+    print(f"observed     {printable(', '.join(facts['observed'])) or 'none'}")
     print(f"arcs         {facts['arcs']} ({facts['long_arcs']} skip layers)")
     print(f"layers       {facts['layers']} (nodes per layer, leaves first: {facts['nodes_per_layer']})")
     print(f"eta          {scientific(facts['eta'])} ({facts['eta']})")
@@ -84,7 +85,8 @@ def run_cost(args: argparse.Namespace) -> int:
     shown = sorted(rows, key=lambda r: (owner[next(iter(r.nodes))], r.layer))
     print(f"{'cluster':>7}  {'layer':>5}  {'cost':>12}  nodes")
     for row in shown:
-        print(f"{owner[next(iter(row.nodes))] + 1:>7}  {row.layer:>5}  {row.cost:12.1f}  {', '.join(sorted(row.nodes))}")
+        names = printable(', '.join(sorted(row.nodes)))
+        print(f"{owner[next(iter(row.nodes))] + 1:>7}  {row.layer:>5}  {row.cost:12.1f}  {names}")
     print(f"total {total:.1f} ({len(clusters)} clusters, {len(rows)} cluster-layers)")
     return 0
 

@@ -15,6 +15,7 @@ from ..model.mappings import MappingError, check_mapping
 from ..io.files import read_json
 from ..model.network import Network, NetworkError
 from .network_commands import load_from_options
+from ..text import printable
 
 __all__ = ["run_draw", "run_plot"]
 
@@ -97,5 +98,5 @@ def _picture_paths(args: argparse.Namespace, suffix: str,
 
 def _missing(exc: ImportError) -> int:
     """Exit code 2, with the install command, when matplotlib is missing."""
-    print(f"dcmap: error: {exc}", file=sys.stderr)
+    print(f"dcmap: error: {printable(exc)}", file=sys.stderr)
     return 2

@@ -22,6 +22,7 @@ from ..limits import COST_CALL, INTERRUPT, StopReason, memory_mb
 from ..model.network import Network, TooLarge
 from ..result import SolveResult
 from ..solve import solve
+from ..text import printable
 from .network_commands import load_from_options
 from .display import ProgressDisplay
 
@@ -159,16 +160,16 @@ def _write_result(path: Path, text: str) -> None:
 def _summary(result: SolveResult, output: str | None) -> None:
     bound = f"no mapping costs less than {result.lower_bound:.1f}"
     if not math.isfinite(result.optimal_cost):  # breadth-first search stopped before a whole mapping
-        print(f"{result.network}: no complete mapping found ({result.stop_reason}); {bound}")
+        print(f"{printable(result.network)}: no complete mapping found ({result.stop_reason}); {bound}")
     else:
         status = ("proven optimal" if result.proven_optimal else
                   f"best found, not proven ({result.stop_reason}); {bound} (gap {100 * result.gap:.2f}%)")
-        print(f"{result.network}: cost {result.optimal_cost:.1f}, {status}")
+        print(f"{printable(result.network)}: cost {result.optimal_cost:.1f}, {status}")
     listed = "" if result.solutions_complete else f" ({len(result.solutions)} listed)"
     print(f"{result.solution_count} mapping(s){listed}; {result.iterations} iterations "
           f"in {result.elapsed_seconds:.2f} s")
     for solution in result.solutions[:3]:
-        print("  " + " ".join("{" + ", ".join(map(str, c)) + "}" for c in solution.clusters))
+        print("  " + " ".join("{" + ", ".join(map(printable, c)) + "}" for c in solution.clusters))
     if result.solution_count > 3:
         print(f"  ... and {result.solution_count - 3} more")
     if output:

@@ -14,6 +14,7 @@ import numpy as np
 from ..model.network import Network
 from ..model.topology import layer_nodes, layers
 from ..study.similarity import cluster_labels
+from ..text import printable
 from .plots import figure, qualitative_colours, save_figure
 
 __all__ = ["crossed", "draw_clusters"]
@@ -73,7 +74,7 @@ def draw_clusters(network: Network, clusters: Iterable[Iterable[str]], output: P
     boxes = {}
     for x in network.nodes:
         edge, thick = ("black", 2.2) if x in network.observed else (_shade(colour[labels[x]]), 1.0)
-        boxes[x] = ax.text(*place[x], _wrap(x), ha="center", va="center", fontsize=FONT_SIZE, zorder=3,
+        boxes[x] = ax.text(*place[x], _wrap(printable(x)), ha="center", va="center", fontsize=FONT_SIZE, zorder=3,
                            bbox=dict(boxstyle="round,pad=0.3", facecolor=_tint(colour[labels[x]]),
                                      edgecolor=edge, linewidth=thick))
     for u, v in network.edges:
@@ -93,7 +94,7 @@ def draw_clusters(network: Network, clusters: Iterable[Iterable[str]], output: P
                     arrowprops=dict(arrowstyle="-|>", patchA=boxes[u].get_bbox_patch(), patchB=boxes[v].get_bbox_patch(),
                                     connectionstyle=f"arc3,rad={routes[u, v][0]}", **style))
     shared = sum(len(c) > 1 for c in clusters)
-    fig.suptitle(title or f"{network.name}: {len(clusters)} clusters of {len(network.nodes)} nodes",
+    fig.suptitle(printable(title or f"{network.name}: {len(clusters)} clusters of {len(network.nodes)} nodes"),
                  y=1 - 0.1 / height, va="top")
     _legend(fig, clusters, colour, costs, height)
     fig.text(0.01, 0.1 / height, f"{shared} clusters of two or more nodes in colour, {len(clusters) - shared} of one "

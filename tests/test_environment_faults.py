@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -408,3 +409,83 @@ def test_a_name_without_glyphs_is_said_once(odd_network, tmp_path):
     run = dcmap("draw", str(odd_network), str(result), "-o", str(tmp_path / "d.png"))
     assert run.returncode == 0 and "Glyph" not in run.stderr, run.stderr
     assert run.stderr.count("no installed font has the characters") <= 1  # none where a CJK font is installed
+
+
+# -- 7. BIF read as the format is, its tables checked -------------------------------------------
+
+
+DATA = Path(__file__).resolve().parent / "data"
+SMALL_BIF = """network small {
+}
+variable a {
+  type discrete [ 2 ] { yes, no };
+}
+variable b {
+  type discrete [ 3 ] { low, mid, high };
+}
+probability ( a ) {
+  table %(a)s;
+}
+probability ( b | a ) {
+%(b)s
+}
+"""
+GOOD_ROWS = "  (yes) 0.2, 0.3, 0.5;\n  (no) 0.1, 0.1, 0.8;"
+
+
+@pytest.mark.parametrize("a, b, said", [
+    ("-0.1, 1.1", GOOD_ROWS, "probability -0.1 is not a finite number >= 0"),
+    ("NaN, 0.5", GOOD_ROWS, "probability NaN is not a finite number >= 0"),
+    ("0.3, 0.3", GOOD_ROWS, "'a' in its table: the probabilities sum to 0.6, not 1"),
+    ("0.5, 0.5", "  (yes) 0.2, 0.8;\n  (no) 0.1, 0.1, 0.8;", "row (yes): 2 probabilities for 3 states"),
+    ("0.5, 0.5", GOOD_ROWS + "\n  (maybe) 0.1, 0.1, 0.8;", "row (maybe): not a configuration of its parents"),
+    ("0.5, 0.5", "  (yes) 0.2, 0.3, 0.5;", "no row for the parent configuration(s) (no), and no default"),
+    ("0.5", GOOD_ROWS, "the table holds 1 numbers, not 2"),
+])
+def test_a_broken_bif_table_is_a_warning_and_an_error_when_strict(tmp_path, a, b, said):
+    from dcmap_dist.io.bif import BifWarning
+    from dcmap_dist.model.network import NetworkError
+
+    path = tmp_path / "small.bif"
+    path.write_text(SMALL_BIF % {"a": a, "b": b})
+    with pytest.warns(BifWarning, match=re.escape(said)):
+        network = load_network(path)
+    assert network.states == {"a": 2, "b": 3} and list(network.edges) == [("a", "b")]  # the structure is read
+    with pytest.raises(NetworkError, match=re.escape(said)):
+        load_network(path, strict=True)
+    run = dcmap("info", str(path), "--strict")
+    assert run.returncode == 2 and said in run.stderr and "line " in run.stderr, run.stderr
+    run = dcmap("info", str(path))
+    assert run.returncode == 0 and "dcmap: warning:" in run.stderr and said in run.stderr
+
+
+def test_bif_0_15_as_javabayes_writes_it_is_read():
+    """Quoted names (network "Dog-Problem"), states separated by spaces, heads without
+    a bar, and 'table' over parent configurations (the child's state slowest)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        network = load_network(DATA / "dog-problem.bif", strict=True)
+    assert network.name == "Dog-Problem" and len(network.nodes) == 5
+    assert ("bowel-problem", "dog-out") in network.edges and ("family-out", "dog-out") in network.edges
+
+
+def test_a_default_row_covers_the_missing_configurations(tmp_path):
+    path = tmp_path / "small.bif"
+    path.write_text(SMALL_BIF % {"a": "0.5, 0.5", "b": "  (yes) 0.2, 0.3, 0.5;\n  default 0.1, 0.1, 0.8;"})
+    load_network(path, strict=True)
+
+
+def test_every_bnlearn_file_reads_without_a_warning():
+    import warnings
+
+    from shared_networks import NETWORKS
+
+    files = sorted(NETWORKS.glob("*.bif.gz")) if NETWORKS.is_dir() else []
+    if not files:
+        pytest.skip("../shared/networks is not there")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for path in files:
+            load_network(path, strict=True, max_nodes=None)

@@ -29,7 +29,8 @@ __all__ = ["load_from_options", "run_cost", "run_info", "run_template"]
 def load_from_options(args: argparse.Namespace, max_nodes: int = MAX_UNROLLED_NODES) -> Network:
     """The network named by the network options of ``args`` (network, --slices, --observe)."""
     observe = [x.strip() for x in args.observe.split(",") if x.strip()]
-    return load_network(args.network, slices=args.slices, observe=observe, max_nodes=max_nodes)
+    return load_network(args.network, slices=args.slices, observe=observe, max_nodes=max_nodes,
+                        strict=args.strict)
 
 
 def run_info(args: argparse.Namespace) -> int:

@@ -165,6 +165,8 @@ def _network_options(parser: argparse.ArgumentParser) -> None:
                                         f"template, or a bundled example: {', '.join(bundled_examples())}")
     parser.add_argument("--slices", type=_POSITIVE_INT, metavar="T", help="unroll a 2-slice template to T slices")
     parser.add_argument("--observe", metavar="NAMES", default="", help="comma-separated observed nodes")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse a BIF file whose probability tables are broken (by default a warning)")
     parser.add_argument("--order", choices=ELIMINATION_ORDERS, default="cpt", help="elimination order (cpt)")
     parser.add_argument("--addition", type=_NON_NEGATIVE, default=0.6, help="cost of one addition (0.6)")
 

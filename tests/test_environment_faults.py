@@ -489,3 +489,34 @@ def test_every_bnlearn_file_reads_without_a_warning():
         warnings.simplefilter("error")
         for path in files:
             load_network(path, strict=True, max_nodes=None)
+
+
+# -- 11. a Ray cluster that requires a token, a head with one CPU -------------------------------
+
+
+@pytest.mark.parametrize("raised", [ConnectionError("Could not connect to the GCS: Invalid or missing "
+                                                    "authentication token"),
+                                    RuntimeError("grpc status UNAUTHENTICATED")])
+def test_a_cluster_that_requires_a_token_is_named(monkeypatch, raised):
+    ray = pytest.importorskip("ray")
+    from dcmap_dist.run.ray import cluster
+
+    def refused(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(cluster, "_check_reachable", lambda address: None)
+    monkeypatch.setattr(ray, "init", refused)
+    with pytest.raises(ValueError, match="requires an authentication token.*RAY_AUTH_TOKEN"):
+        cluster.connect("head:6379", 2)
+
+
+def test_a_head_with_one_cpu_takes_two_workers():
+    pytest.importorskip("ray")
+    from dcmap_dist.run.ray.cluster import check_workers
+
+    check_workers(2, 1.0, "the Ray cluster at head:6379")  # they share its CPU
+    with pytest.raises(ValueError, match="offers 1 CPUs; give at most 2 workers"):
+        check_workers(3, 1.0, "the Ray cluster at head:6379")
+    with pytest.raises(ValueError, match="offers no CPU.*--workers 1, no --address"):
+        check_workers(2, 0.0, "the Ray cluster at head:6379")

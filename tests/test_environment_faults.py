@@ -520,3 +520,51 @@ def test_a_head_with_one_cpu_takes_two_workers():
         check_workers(3, 1.0, "the Ray cluster at head:6379")
     with pytest.raises(ValueError, match="offers no CPU.*--workers 1, no --address"):
         check_workers(2, 0.0, "the Ray cluster at head:6379")
+
+
+# -- 10. draw on big networks ---------------------------------------------------------------------
+
+
+def test_draw_refuses_at_once_a_network_too_big_to_draw_readably(tmp_path):
+    """pigs (441 nodes, 141 in a layer) drew nothing in 300 s; pathfinder (77 nodes in a
+    layer) made a picture 12,560 px wide: both refused at once, the sizes named."""
+    from dcmap_dist.viz.drawing import check_drawable
+    from shared_networks import NETWORKS
+
+    if not (NETWORKS / "pathfinder.bif.gz").is_file():
+        pytest.skip("../shared/networks is not there")
+    for name, said in (("pigs", "441 nodes, 141 in its widest layer"), ("pathfinder", "109 nodes, 77 in its")):
+        with pytest.raises(ValueError, match=said):
+            check_drawable(load_network(NETWORKS / f"{name}.bif.gz", max_nodes=None))
+    pytest.importorskip("matplotlib")
+    result = tmp_path / "r.json"
+    result.write_text(json.dumps({"clusters": [], "solutions": [{"clusters": [[n] for n in load_network(
+        NETWORKS / "pathfinder.bif.gz").nodes], "cost": 1.0, "iteration": 0}], "trace": []}))
+    start = time.monotonic()
+    run = dcmap("draw", str(NETWORKS / "pathfinder.bif.gz"), str(result), "-o", str(tmp_path / "p.png"))
+    assert run.returncode == 2 and "too many to draw readably" in run.stderr, run.stderr
+    assert time.monotonic() - start < 30 and not (tmp_path / "p.png").exists()
+
+
+def test_arcs_are_drawn_clear_of_the_title_and_the_legend(tmp_path, monkeypatch):
+    """hepar2's arcs bulge past its top and bottom layers: the drawing makes room for
+    them (up to a layer and a half) and clips them there, below the title and above the
+    legend."""
+    pytest.importorskip("matplotlib")
+    from dcmap_dist.viz import drawing
+    from shared_networks import NETWORKS
+
+    if not (NETWORKS / "hepar2.bif.gz").is_file():
+        pytest.skip("../shared/networks is not there")
+    network = load_network(NETWORKS / "hepar2.bif.gz")
+    drawn = []
+    monkeypatch.setattr(drawing, "save_figure", lambda fig, output: drawn.append(fig))
+    drawing.draw_clusters(network, [[x] for x in network.nodes], tmp_path / "h.png")
+    fig = drawn[0]
+    renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else fig._get_renderer()
+    ax = fig.axes[0]
+    arcs = [*ax.lines, *ax.collections, *(a.arrow_patch for a in ax.texts if getattr(a, "arrow_patch", None))]
+    assert arcs and all(arc.get_clip_on() and (arc.get_clip_box() or arc.get_clip_path()) for arc in arcs)
+    area = ax.get_window_extent(renderer)
+    assert fig._suptitle.get_window_extent(renderer).y0 >= area.y1 - 1
+    assert fig.legends[0].get_window_extent(renderer).y1 <= area.y0 + 1

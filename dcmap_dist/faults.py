@@ -6,9 +6,14 @@ disk is handled where it is written: :mod:`dcmap_dist.checkpoint.session`)."""
 
 from __future__ import annotations
 
-__all__ = ["EXIT_CODE", "EnvironmentFault"]
+import errno
+
+__all__ = ["EXIT_CODE", "EnvironmentFault", "MACHINE_ERRNOS"]
 
 EXIT_CODE = 6  # the command line's exit code for a fault of the machine (README, Troubleshooting)
+# a write refused by the machine rather than by the path given: a full disk or quota, a
+# read-only file system, an input/output error
+MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO})
 
 
 class EnvironmentFault(RuntimeError):

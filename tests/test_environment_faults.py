@@ -568,3 +568,23 @@ def test_arcs_are_drawn_clear_of_the_title_and_the_legend(tmp_path, monkeypatch)
     area = ax.get_window_extent(renderer)
     assert fig._suptitle.get_window_extent(renderer).y0 >= area.y1 - 1
     assert fig.legends[0].get_window_extent(renderer).y1 <= area.y0 + 1
+
+
+def test_a_full_disk_for_the_result_file_puts_the_result_on_stdout(tmp_path, monkeypatch, capsys):
+    """The result file's disk is full (a simulated ENOSPC when the file is written): the
+    result goes to standard output, the message says so, exit code 6."""
+    import errno
+
+    from dcmap_dist.cli import main
+    from dcmap_dist.io import outputs
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(outputs.os, "replace", full)
+    capsys.readouterr()
+    code = main(["solve", "asia", "--quiet", "-o", str(tmp_path / "r.json")])
+    out, err = capsys.readouterr()
+    assert code == 6 and "No space left on device" in err and "the result is on stdout" in err, err
+    assert json.loads(out[: out.rindex("}") + 1])["proven_optimal"]
+    assert not list(tmp_path.iterdir())

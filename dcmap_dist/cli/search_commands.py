@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..faults import EXIT_CODE as FAULT_EXIT_CODE
+from ..faults import EXIT_CODE as FAULT_EXIT_CODE, MACHINE_ERRNOS, EnvironmentFault
 from ..io.dynamic import MAX_UNROLLED_NODES
 from ..io.outputs import OutputError, check_output, write_atomic
 from ..limits import COST_CALL, INTERRUPT, StopReason, memory_mb
@@ -149,11 +149,15 @@ def _interrupt(signum: int, _frame: Any) -> None:
 
 
 def _write_result(path: Path, text: str) -> None:
-    """Write a solve's result; if that fails, print it on stdout so the work is not lost."""
+    """Write a solve's result; if that fails, print it on stdout so the work is not lost
+    (a full or read-only disk is a fault of the machine: :class:`EnvironmentFault`)."""
     try:
         write_atomic(path, text)
     except OutputError as exc:
         sys.stdout.write(text)
+        if exc.errno in MACHINE_ERRNOS:
+            raise EnvironmentFault(f"{exc}; the result is on stdout instead: free space (or give another "
+                                   "--output) and save it from there") from None
         raise OutputError(f"{exc}; the result is on stdout instead") from None
 
 

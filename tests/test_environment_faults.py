@@ -98,6 +98,7 @@ def test_a_full_disk_at_the_final_checkpoint_is_exit_code_6(tmp_path):
     run = dcmap("solve", "child", "--checkpoint", str(ck), "--max-iterations", "50", "-o", str(out), "--quiet",
                 env={FAULT_VARIABLE: "enospc:1"})
     assert run.returncode == 6 and "No space left on device" in run.stderr and "no complete generation" in run.stderr
+    assert "nothing to resume" in run.stderr and "dcmap resume" not in run.stderr
     assert json.loads(out.read_text())["stop_reason"] == "checkpoint_failed"
     assert not list(ck.glob(".*.tmp")) and "please report" not in run.stderr
 

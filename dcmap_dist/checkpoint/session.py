@@ -239,12 +239,15 @@ class Checkpointer:
         """Record and tell of a write the machine refused."""
         fault = exc.strerror or str(exc)
         kept = generations(self.directory) if self.directory.is_dir() else []
-        last = f"its last complete generation, {kept[0].name}, is kept" if kept else "it holds no complete generation"
+        if kept:
+            last = f"its last complete generation, {kept[0].name}, is kept"
+            then = f"then go on with: dcmap resume {self.directory}"
+        else:
+            last, then = "it holds no complete generation", "then run the search again (there is nothing to resume)"
         self.failure = f"{fault} ({self.directory})"
         warnings.warn(f"checkpoint not written to {self.directory}: {fault}; the partial generation was removed and "
-                      f"{last}; the search stops here with its best mapping so far; free space (or give "
-                      f"another folder), then go on with: dcmap resume {self.directory}", CheckpointWarning,
-                      stacklevel=2)
+                      f"{last}; the search stops here with its best mapping so far; free space (or give another "
+                      f"folder), {then}", CheckpointWarning, stacklevel=2)
 
     def adopt(self, resumed: Resume) -> None:
         """Go on from a resumed checkpoint: its finished components stay in every later one."""

@@ -40,6 +40,7 @@ def run_draw(args: argparse.Namespace) -> int:
     result, output = _picture_paths(args, "-clusters.png", (Path(args.network),))
     clusters, what = plots.mapping_of(result, args.solution, args.trace_point)
     network = load_from_options(args)
+    drawing.check_drawable(network)  # at once, before the mapping is checked or anything drawn
     try:
         check_mapping(network, clusters, result.get("scheme", "merge"))
     except MappingError as exc:

@@ -53,6 +53,9 @@ class Problem:
         self.topo = topo = Topology(network)
         self._costs = Memo(self._evaluate)  # (nodes, same, children...) -> (cost, item): see _evaluate
         self.watch: Stopwatch | None = None  # the limits of the expansion running (see _evaluate)
+        # the answers of the model's slow calls, by context, for the audit (search/audit.py) to
+        # take instead of asking again: (nodes, layer, children) -> (cost, message)
+        self.slow_answers: dict[tuple, tuple[float, Hashable]] = {}
         self._items: dict[tuple, tuple] = {}  # frontier items (nodes, message), one object per value
         # a child's new masks (joined, placed, fixed, anchors), one object per recent value
         self._masks = RecentMemo(_itself, MASKS_KEPT)
@@ -137,7 +140,10 @@ class Problem:
             COST_CALL.started = None
         item = (self._masks.lookup(nodes), self.messages.held(message))
         got = checked_cost(value, ctx), self._items.setdefault(item, item)
-        if self.watch is not None and time.perf_counter() - started >= SLOW_CALL:
+        if time.perf_counter() - started < SLOW_CALL:
+            return got
+        self.slow_answers[ctx.nodes, ctx.layer, ctx.children] = (got[0], message)
+        if self.watch is not None:
             # a slow cost model: the limits are checked after each of its calls, not only
             # every Stopwatch.every steps (the value is kept: a call is never made twice)
             self._costs[key] = got

@@ -610,3 +610,27 @@ def test_the_audit_takes_the_searchs_answers_to_slow_calls():
 
     slow, fast = counted(0.012), counted(0.0)
     assert slow < fast, (slow, fast)
+
+
+def test_a_resume_starts_from_the_write_rate_its_checkpoint_measured(tmp_path, monkeypatch):
+    """A generation records the write rate its run measured; the resumed run's reserve
+    starts from it rather than from the first guess."""
+    from dcmap_dist.checkpoint.session import SECONDS_PER_UNIT, Checkpointer, Resume
+    from dcmap_dist.run import serial
+
+    monkeypatch.setattr(serial, "TURN_SECONDS", 1e-3)  # a turn, and a checkpoint, every millisecond
+    folder = tmp_path / "ck"
+    solve(load_network("child"), max_iterations=2000, checkpoint=folder, checkpoint_every=1e-3)
+    newest = json.loads((generations(folder)[0] / "metadata.json").read_text())
+    rate = newest["write_seconds_per_unit"]
+    assert rate > 0 and rate != SECONDS_PER_UNIT
+    adopted = []
+    original = Checkpointer.adopt
+
+    def adopt(self, resumed):
+        original(self, resumed)
+        adopted.append(self.seconds_per_unit)
+
+    monkeypatch.setattr(Checkpointer, "adopt", adopt)
+    solve(None, resume=Resume(folder), max_iterations=10)
+    assert adopted == [max(SECONDS_PER_UNIT / 100, rate)]

@@ -186,6 +186,7 @@ class Checkpointer:
         self.written = 0
         self.seconds = 0.0
         self.seconds_per_unit = SECONDS_PER_UNIT
+        self.measured = False  # seconds_per_unit measured by a write (this run's, or the resumed one's)
         self.base: Path | None = None  # the newest intact generation: resumed from, or last written
         self.failure: str | None = None  # why a write failed (no more are tried)
 
@@ -195,7 +196,8 @@ class Checkpointer:
     def reserve(self, size: int) -> float:
         """Seconds to keep for writing a checkpoint of a state of ``size``
         (:func:`state.write_size`; the final one, inside the time limit): the last
-        write's rate, with a margin."""
+        write's rate (this run's, or else the resumed checkpoint's, or else a first
+        guess: :data:`SECONDS_PER_UNIT`), with a margin."""
         return 1.25 * self.seconds_per_unit * size + 0.4  # and what follows the write (the final listing)
 
     def save(self, parts: Iterable[SearchState], counters: dict[str, Any] | None) -> bool:
@@ -211,6 +213,8 @@ class Checkpointer:
         metadata = dict(self.identity, component=self.component, counters=counters, finished=self.finished,
                         solve_trace=self.solve_trace, solve_bounds=self.solve_bounds,
                         solve_elapsed=time.perf_counter() - self.start)
+        if self.measured:  # a resume's final checkpoint starts from it (see reserve)
+            metadata["write_seconds_per_unit"] = self.seconds_per_unit
         messages = Messages(self.messages.value)
         size = 0  # of the parts, streamed one at a time
 
@@ -230,6 +234,7 @@ class Checkpointer:
             return False
         took = time.monotonic() - start
         self.seconds_per_unit = max(SECONDS_PER_UNIT / 100, took / max(1, size))
+        self.measured = True
         self.written += 1
         self.seconds += took
         self.next_due = time.monotonic() + self.every
@@ -255,6 +260,9 @@ class Checkpointer:
         self.finished_histories = [resumed.generation.state(k).histories for k in range(len(self.finished))]
         self.component = resumed.metadata["component"]
         self.base = resumed.generation.folder
+        rate = resumed.metadata.get("write_seconds_per_unit")
+        if isinstance(rate, float) and math.isfinite(rate) and rate > 0:  # the last run's writes, measured
+            self.seconds_per_unit, self.measured = max(SECONDS_PER_UNIT / 100, rate), True
 
     def finish_component(self, outcome: SearchOutcome) -> None:
         """Record a component's outcome; the next checkpoint is of the one after it."""

@@ -49,7 +49,7 @@ class Anytime:
         self.nodes = [set(p.network.nodes) for p in problems]
         self.problems = problems
         # every reported mapping is checked first (search/audit.py)
-        self.audits = [Audit(p.network, p.graph, p.model, p.scheme, p.topo) for p in problems]
+        self.audits = [Audit(p.network, p.graph, p.model, p.scheme, p.topo, p.slow_answers) for p in problems]
         self.trace: list[dict[str, Any]] = []
         self.bounds: list[dict[str, float]] = []
 

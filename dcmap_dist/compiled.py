@@ -45,10 +45,9 @@ def native_built() -> bool:
 def native_wanted() -> bool:
     """Whether searches run on the native engine: built, and not turned off by
     ``DCMAP_ENGINE=python`` (any other value but ``native`` is refused)."""
-    chosen = os.environ.get(ENGINE_VARIABLE, "native").strip().lower()
-    if chosen not in ("native", "python"):
-        raise ValueError(f"{ENGINE_VARIABLE}={chosen!r}: expected native or python")
-    return chosen == "native" and native_built()
+    from .env import choice
+
+    return choice(ENGINE_VARIABLE, ("native", "python"), "native") == "native" and native_built()
 
 
 def describe() -> str:

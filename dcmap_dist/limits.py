@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from .progress import Progress
 
-__all__ = ["INTERRUPT", "Limits", "SearchInterrupted", "StepEnd", "StopReason", "Stopwatch", "memory_mb"]
+__all__ = ["COST_CALL", "INTERRUPT", "Limits", "SLOW_CALL", "SearchInterrupted", "StepEnd", "StopReason", "Stopwatch",
+           "memory_mb"]
 
 
 class StopReason(enum.StrEnum):
@@ -24,6 +25,7 @@ class StopReason(enum.StrEnum):
     MEMORY_LIMIT = "memory_limit"
     INTERRUPTED = "interrupted"  # a signal (SIGINT, SIGTERM): see INTERRUPT
     RAY_LOST = "ray_lost"  # the Ray of a distributed search was lost; the best mapping heard of
+    CHECKPOINT_FAILED = "checkpoint_failed"  # a checkpoint could not be written (a full disk, ...)
 
 
 class StepEnd(enum.StrEnum):
@@ -36,6 +38,21 @@ class StepEnd(enum.StrEnum):
 # Set (by the command line's SIGINT and SIGTERM handlers) to stop every search cleanly:
 # searches stop with stop reason StopReason.INTERRUPTED, keeping the best mapping found.
 INTERRUPT = threading.Event()
+SLOW_CALL = 0.01  # seconds: a cost model's call at least this long is followed by a check of the limits
+
+
+class CostCall:
+    """When the cost model's call in progress in this process started (``started``,
+    :func:`time.perf_counter`; None between calls): a signal handler tells the user it
+    waits for that call."""
+
+    __slots__ = ("started",)
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+
+
+COST_CALL = CostCall()
 MEMORY_SECONDS = 0.05  # how often a search reads its memory use (reading /proc is not free)
 
 

@@ -254,6 +254,8 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
                 continue
             resumed_at = in_progress.iterations if in_progress else 0
             left = _remaining(limits, session, offset + resumed_at - before, resumed_at)
+            if outcomes and outcomes[-1].stop_reason == StopReason.CHECKPOINT_FAILED:
+                left = StopReason.CHECKPOINT_FAILED  # the machine refused a checkpoint: no more searching
             improved, progressed = anytime.listeners(k, offset, on_improvement, on_progress)
             if isinstance(left, str):  # the budget is spent: keep the all-singletons mapping
                 fallback = all_singletons(problem)

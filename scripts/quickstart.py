@@ -55,7 +55,7 @@ def main() -> None:
     if sys.version_info < (3, 11):
         sys.exit(f"quickstart: dcmap_dist needs Python 3.11 or later, this is {sys.version.split()[0]}")
     pip = make_environment()
-    step("install (about a minute: it compiles the search)", [*pip, "install", "--quiet", "-e", ".[test]"])
+    step("install (about two minutes: it compiles the search)", [*pip, "install", "--quiet", "-e", ".[test]"])
     step("engine", [str(VENV / "bin" / "dcmap"), "--version"])
     step("solve the paper's example", [str(VENV / "bin" / "dcmap"), "solve", "paper-example"])
     print("quickstart: done; run the tests with: .venv/bin/python -m pytest -q", flush=True)

@@ -12,9 +12,11 @@ Budgets: a run stops at ``--run-budget`` seconds, or at what is left of its temp
 a template's T loop ends at ``--max-slices``, when its budget is spent, or after the
 first run that is not proven (recorded with its lower bound and gap).
 
-Rows are appended to ``--output`` (the header only when the file is new; a row is
-written whole in one write, or not at all), each run's result JSON goes to
-``--results-dir/<template>-T<t>-W<w>.json``. With ``--checkpoint DIR`` each run
+Rows are appended to ``--output`` (by default ``scaling-study/scaling-study.csv`` in the
+current folder, never the repository's results; the header only when the file is new;
+a row is written whole in one write, or not at all), each run's result JSON goes to
+``--results-dir/<template>-T<t>-W<w>.json`` (by default ``study/`` beside the CSV).
+``--plot FIGURE`` runs nothing and draws the scaling figure of the CSV's rows. With ``--checkpoint DIR`` each run
 checkpoints to ``DIR/<template>-T<t>-W<w>/``; rerunning the same command skips the runs
 already in the CSV and resumes a run that was stopped before its row was written (its
 limits then count from the resumption). ``--retry-unproven`` also resumes the runs
@@ -111,8 +113,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--checkpoint-every", type=float, metavar="S", help="seconds between checkpoints (600)")
     parser.add_argument("--retry-unproven", action="store_true",
                         help="resume the runs recorded unproven (with the new budget) instead of skipping them")
-    parser.add_argument("--output", type=Path, default=ROOT / "results" / "scaling-study.csv")
-    parser.add_argument("--results-dir", type=Path, default=ROOT / "results" / "study")
+    parser.add_argument("--output", type=Path, default=Path("scaling-study") / "scaling-study.csv",
+                        help="the study's CSV (default: scaling-study/scaling-study.csv in the current folder; "
+                             "the repository's results/ are never written unless named)")
+    parser.add_argument("--results-dir", type=Path,
+                        help="folder of each run's result JSON (default: 'study' beside --output)")
+    parser.add_argument("--plot", type=Path, metavar="FIGURE",
+                        help="run nothing: draw the scaling figure of --output's rows to FIGURE (.png, .svg, ...)")
     parser.add_argument("--replicate", action="store_true",
                         help="cost the replication of the proven 1- and 2-slice optima over T slices")
     args = parser.parse_args(argv)
@@ -124,6 +131,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if min(args.run_budget, args.study_budget) <= 0:
         parser.error("budgets must be positive numbers of seconds")
+    if args.results_dir is None:
+        args.results_dir = args.output.parent / "study"
     return args
 
 
@@ -264,9 +273,28 @@ def _interrupt(signum: int, _frame: Any) -> None:
     print(f"scaling_study: {signal.Signals(signum).name}: stopping the run in progress", file=sys.stderr)
 
 
+def plot(csv_path: Path, figure: Path) -> int:
+    """Draw the scaling figure of a study's CSV (its newest row of each run); 2 if it
+    cannot be read."""
+    from dcmap_dist.viz.plots import plot_scaling
+
+    if not csv_path.is_file():
+        print(f"scaling_study: error: no study CSV at {csv_path} (give the study's --output)", file=sys.stderr)
+        return 2
+    try:
+        fits = plot_scaling(list(recorded_rows(csv_path).values()), figure)
+    except ValueError as exc:
+        print(f"scaling_study: error: {csv_path}: {exc}", file=sys.stderr)
+        return 2
+    print(f"scaling figure of {csv_path} written to {figure} ({len(fits)} fitted series)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the study; 0 when done, 2 for bad input (named on stderr), 4 when interrupted."""
     args = parse_args(argv)
+    if args.plot is not None:
+        return plot(args.output, args.plot)
     try:
         chosen = templates(args)
     except ValueError as exc:  # a bad generator argument, a missing or malformed network file

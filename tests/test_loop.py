@@ -65,8 +65,9 @@ class FakeSaver:
     def reserve(self, size: int) -> float:
         return 0.0
 
-    def save(self, parts, counters) -> None:
+    def save(self, parts, counters) -> bool:
         self.saved.append(counters)
+        return True
 
 
 @pytest.fixture(autouse=True)

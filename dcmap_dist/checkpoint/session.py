@@ -45,7 +45,7 @@ from ..search.tolerance import within
 from ..settings import SearchSettings
 from .arrow import POINTER, CheckpointError, CheckpointWarning, generations
 from .read import read_checkpoint
-from .write import Batches, Messages, history_batches, state_batches, write_checkpoint
+from .write import Batches, Messages, history_batches, remove_partial, state_batches, write_checkpoint
 
 __all__ = ["CHECKPOINT_EVERY", "CheckpointFolder", "Checkpointer", "Resume", "check_checkpoint_path", "cost_spec"]
 
@@ -53,7 +53,9 @@ CHECKPOINT_EVERY = 600.0  # default seconds between checkpoints
 # the settings a checkpoint records by name (the cost model by its description, cost_model)
 SETTINGS = ("scheme", "link_key", "use_bound", "alpha", "seed")
 LOCK = "LOCK"
-SECONDS_PER_UNIT = 8e-5  # a first guess of a write's time per unit of state.write_size, until measured
+# a first guess of a write's time per unit of state.write_size, until a write is measured
+# (results/checkpoint-reserve.md: water's 109,471 units written in 0.83 s, 7.6e-6 a unit)
+SECONDS_PER_UNIT = 1e-5
 
 
 def cost_spec(model: CostModel) -> str | None:
@@ -126,10 +128,15 @@ class CheckpointFolder:
             self._lock.close()
             raise CheckpointError(f"checkpoint folder {path} is in use by another run (process {holder}); "
                                   "wait for it to end, or choose another folder") from None
-        self._lock.seek(0)
-        self._lock.truncate()
-        self._lock.write(f"{os.getpid()}\n")
-        self._lock.flush()
+        remove_partial(path)  # a write cut short (a kill, a full disk): its space back first
+        try:
+            self._lock.seek(0)
+            self._lock.truncate()
+            self._lock.write(f"{os.getpid()}\n")
+            self._lock.flush()
+        except OSError as exc:
+            self.close()
+            raise CheckpointError(f"--checkpoint {path}: {exc.strerror or exc}") from None
         held = generations(path)
         if held and not continuing:
             if not fresh:
@@ -179,6 +186,9 @@ class Checkpointer:
         self.written = 0
         self.seconds = 0.0
         self.seconds_per_unit = SECONDS_PER_UNIT
+        self.measured = False  # seconds_per_unit measured by a write (this run's, or the resumed one's)
+        self.base: Path | None = None  # the newest intact generation: resumed from, or last written
+        self.failure: str | None = None  # why a write failed (no more are tried)
 
     def due(self) -> bool:
         return time.monotonic() >= self.next_due
@@ -186,16 +196,25 @@ class Checkpointer:
     def reserve(self, size: int) -> float:
         """Seconds to keep for writing a checkpoint of a state of ``size``
         (:func:`state.write_size`; the final one, inside the time limit): the last
-        write's rate, with a margin."""
+        write's rate (this run's, or else the resumed checkpoint's, or else a first
+        guess: :data:`SECONDS_PER_UNIT`), with a margin."""
         return 1.25 * self.seconds_per_unit * size + 0.4  # and what follows the write (the final listing)
 
-    def save(self, parts: Iterable[SearchState], counters: dict[str, Any] | None) -> None:
+    def save(self, parts: Iterable[SearchState], counters: dict[str, Any] | None) -> bool:
         """Write a generation: the finished components, and ``parts`` of the state of the
-        component being searched (``counters`` None: no component in progress)."""
+        component being searched (``counters`` None: no component in progress). True if
+        written; False if the machine refused it (an OSError: a full disk, a read-only or
+        vanished folder), said in a :class:`CheckpointWarning` naming the fault, and
+        recorded in :attr:`failure`: the partial generation is removed, the older ones
+        kept, and no later write is tried."""
+        if self.failure is not None:
+            return False
         start = time.monotonic()
         metadata = dict(self.identity, component=self.component, counters=counters, finished=self.finished,
                         solve_trace=self.solve_trace, solve_bounds=self.solve_bounds,
                         solve_elapsed=time.perf_counter() - self.start)
+        if self.measured:  # a resume's final checkpoint starts from it (see reserve)
+            metadata["write_seconds_per_unit"] = self.seconds_per_unit
         messages = Messages(self.messages.value)
         size = 0  # of the parts, streamed one at a time
 
@@ -208,18 +227,42 @@ class Checkpointer:
             (batch for k, histories in enumerate(self.finished_histories) for batch in history_batches(k, histories)),
             (batch for part in parts for batch in part_batches(part)),
         )
-        write_checkpoint(self.directory, metadata, batches, messages)
+        try:
+            self.base = write_checkpoint(self.directory, metadata, batches, messages, keep=self.base)
+        except OSError as exc:
+            self._failed(exc)
+            return False
         took = time.monotonic() - start
-        self.seconds_per_unit = max(SECONDS_PER_UNIT / 10, took / max(1, size))
+        self.seconds_per_unit = max(SECONDS_PER_UNIT / 100, took / max(1, size))
+        self.measured = True
         self.written += 1
         self.seconds += took
         self.next_due = time.monotonic() + self.every
+        return True
+
+    def _failed(self, exc: OSError) -> None:
+        """Record and tell of a write the machine refused."""
+        fault = exc.strerror or str(exc)
+        kept = generations(self.directory) if self.directory.is_dir() else []
+        if kept:
+            last = f"its last complete generation, {kept[0].name}, is kept"
+            then = f"then go on with: dcmap resume {self.directory}"
+        else:
+            last, then = "it holds no complete generation", "then run the search again (there is nothing to resume)"
+        self.failure = f"{fault} ({self.directory})"
+        warnings.warn(f"checkpoint not written to {self.directory}: {fault}; the partial generation was removed and "
+                      f"{last}; the search stops here with its best mapping so far; free space (or give another "
+                      f"folder), {then}", CheckpointWarning, stacklevel=2)
 
     def adopt(self, resumed: Resume) -> None:
         """Go on from a resumed checkpoint: its finished components stay in every later one."""
         self.finished = list(resumed.metadata["finished"])
         self.finished_histories = [resumed.generation.state(k).histories for k in range(len(self.finished))]
         self.component = resumed.metadata["component"]
+        self.base = resumed.generation.folder
+        rate = resumed.metadata.get("write_seconds_per_unit")
+        if isinstance(rate, float) and math.isfinite(rate) and rate > 0:  # the last run's writes, measured
+            self.seconds_per_unit, self.measured = max(SECONDS_PER_UNIT / 100, rate), True
 
     def finish_component(self, outcome: SearchOutcome) -> None:
         """Record a component's outcome; the next checkpoint is of the one after it."""

@@ -5,6 +5,7 @@ files of a temporary folder, every file fsynced and digested, the folder renamed
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import os
@@ -26,7 +27,7 @@ from .arrow import (BATCH_ROWS, DIGESTS, FAULT_VARIABLE, FILES, FORMAT, METADATA
                     generations)
 from .codec import encode_message, mask_bytes
 
-__all__ = ["Batches", "Messages", "history_batches", "link_batch", "state_batches", "write_checkpoint"]
+__all__ = ["Batches", "Messages", "history_batches", "link_batch", "remove_partial", "state_batches", "write_checkpoint"]
 
 Batches = Iterator[tuple[str, pa.RecordBatch]]  # (table, a batch of its rows)
 
@@ -258,9 +259,14 @@ def history_batches(component: int, histories: Mapping[int, Histories]) -> Batch
 
 def _fault(step: str, generation: int) -> None:
     """Fault injection for tests: ``DCMAP_CHECKPOINT_FAULT=<step>:<generation>`` kills
-    this process (SIGKILL) at that step of writing that generation."""
-    if os.environ.get(FAULT_VARIABLE) == f"{step}:{generation}":
+    this process (SIGKILL) at that step of writing that generation;
+    ``DCMAP_CHECKPOINT_FAULT=enospc:<generation>`` fails the write after its first
+    batch as a full disk does."""
+    fault = os.environ.get(FAULT_VARIABLE)
+    if fault == f"{step}:{generation}":
         os.kill(os.getpid(), 9)
+    if fault == f"enospc:{generation}" and step.startswith("table-"):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
 def _fsync(path: Path) -> None:
@@ -273,16 +279,43 @@ def _fsync(path: Path) -> None:
 
 
 def write_checkpoint(directory: Path, metadata: dict[str, Any], batches: Iterable[tuple[str, pa.RecordBatch]],
-                     messages: Messages) -> Path:
+                     messages: Messages, keep: Path | None = None) -> Path:
     """Write a new generation from ``batches`` (``(table, batch)`` pairs, streamed so
     the state is never copied whole; their messages numbered by ``messages``) and
-    point ``LATEST`` at it; returns its folder."""
+    point ``LATEST`` at it; returns its folder. Then every other generation is removed
+    but ``keep`` (the newest intact one before this write: the one a resume started
+    from, or this run's last; by default the newest before this one), so a damaged
+    generation a resume passed over is never kept. If the write fails (an OSError: a
+    full disk, a read-only or vanished folder), its temporary folder is removed and
+    the error raised: the generations already there are untouched."""
     directory.mkdir(parents=True, exist_ok=True)
     done = generations(directory)
     number = int(done[0].name[4:]) + 1 if done else 1
+    remove_partial(directory)
+    tmp = directory / f".gen-{number:06d}.tmp"
+    try:
+        final = _write_generation(directory, tmp, number, metadata, batches, messages)
+    except BaseException:
+        remove_partial(directory)
+        raise
+    kept = keep if keep is not None else (done[0] if done else None)
+    for old in done:  # keep the previous intact generation, drop the others
+        if old != kept:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def remove_partial(directory: Path) -> None:
+    """Remove what an unfinished write left in a checkpoint folder: temporary
+    generation folders and pointer file."""
     for stale in directory.glob(".gen-*.tmp"):
         shutil.rmtree(stale, ignore_errors=True)
-    tmp = directory / f".gen-{number:06d}.tmp"
+    (directory / f".{POINTER}.tmp").unlink(missing_ok=True)
+
+
+def _write_generation(directory: Path, tmp: Path, number: int, metadata: dict[str, Any],
+                      batches: Iterable[tuple[str, pa.RecordBatch]], messages: Messages) -> Path:
+    """Write generation ``number`` in ``tmp``, rename it and point ``LATEST`` at it."""
     tmp.mkdir()
     writers = {name: pa.ipc.new_file(tmp / f"{name}.arrow", SCHEMAS[name]) for name in TABLES}
     counts = dict.fromkeys(TABLES, 0)
@@ -317,6 +350,4 @@ def write_checkpoint(directory: Path, metadata: dict[str, Any], batches: Iterabl
         os.fsync(handle.fileno())
     os.replace(pointer, directory / POINTER)
     _fsync(directory)
-    for old in done[1:]:  # keep the previous generation, drop the older ones
-        shutil.rmtree(old, ignore_errors=True)
     return final

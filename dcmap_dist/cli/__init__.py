@@ -15,6 +15,9 @@ import warnings
 from typing import Any
 
 from ..cost.base import CostError
+from ..env import EnvironmentValueError, flag
+from ..faults import EXIT_CODE as FAULT_EXIT_CODE, EnvironmentFault
+from ..text import printable
 from ..model.network import NetworkError
 from .parser import build_parser
 
@@ -24,10 +27,17 @@ __all__ = ["main"]
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dcmap`` console script; returns the exit code: 0 done (a
     solve proven optimal), 1 internal error, 2 bad input or usage, 3 a solve stopped by
-    a limit (its best result written), 4 interrupted by a signal, 5 its Ray was lost (the
-    best result written either way). See the README's Troubleshooting."""
+    a limit (its best result written), 4 interrupted by a signal, 5 its Ray was lost, 6
+    a fault of the machine (:mod:`dcmap_dist.faults`: a checkpoint the disk refused, Ray
+    not starting in time); a search's best result is written in every case. See the README's Troubleshooting."""
+    try:  # a bad value of an environment variable is refused before anything runs
+        flag("DCMAP_DEBUG")
+        parser = build_parser()  # its --version reads DCMAP_ENGINE
+    except EnvironmentValueError as exc:
+        print(f"dcmap: error: {printable(exc)}", file=sys.stderr)
+        return 2
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as stop:  # --help, --version, or a usage error already printed
         return int(stop.code or 0)
     args.command = ["dcmap", *(sys.argv[1:] if argv is None else argv)]
@@ -39,8 +49,12 @@ def main(argv: list[str] | None = None) -> int:
             return args.run(args)
     except (NetworkError, CostError, ValueError, TimeoutError) as exc:
         _traceback_if_debugging()
-        print(f"dcmap: error: {exc}", file=sys.stderr)
+        print(f"dcmap: error: {printable(exc)}", file=sys.stderr)
         return 2
+    except EnvironmentFault as exc:  # the machine failed the run: an outcome, not a bug
+        _traceback_if_debugging()
+        print(f"dcmap: error: {printable(exc)}", file=sys.stderr)
+        return FAULT_EXIT_CODE
     except KeyboardInterrupt:
         print("dcmap: interrupted", file=sys.stderr)
         return 130
@@ -49,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as exc:  # a bug: one line, the traceback on request
         _traceback_if_debugging()
-        print(f"dcmap: internal error: {type(exc).__name__}: {exc} (please report this bug, with the "
+        print(f"dcmap: internal error: {type(exc).__name__}: {printable(exc)} (please report this bug, with the "
               "command and its input; DCMAP_DEBUG=1 shows the traceback)", file=sys.stderr)
         return 1
 
@@ -57,11 +71,19 @@ def main(argv: list[str] | None = None) -> int:
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: Any = None, line: str | None = None) -> None:
     """Show a warning as ``dcmap: warning: ...`` on stderr (where the code warned, with DCMAP_DEBUG)."""
-    where = f" ({filename}:{lineno})" if os.environ.get("DCMAP_DEBUG") else ""
-    print(f"dcmap: warning: {message}{where}", file=sys.stderr)
+    where = f" ({filename}:{lineno})" if _debugging() else ""
+    print(f"dcmap: warning: {printable(message)}{where}", file=sys.stderr)
 
 
 def _traceback_if_debugging() -> None:
-    """Print the traceback of the exception being handled when DCMAP_DEBUG is set."""
-    if os.environ.get("DCMAP_DEBUG"):
+    """Print the traceback of the exception being handled when DCMAP_DEBUG is on."""
+    if _debugging():
         traceback.print_exc()
+
+
+def _debugging() -> bool:
+    """DCMAP_DEBUG is on (checked when the command started: a bad value is an error then)."""
+    try:
+        return flag("DCMAP_DEBUG")
+    except EnvironmentValueError:
+        return False

@@ -21,6 +21,7 @@ from ..model.mappings import check_mapping
 from ..io.files import read_json
 from ..model.network import Network, NetworkError
 from ..model.topology import eta, layer_nodes, long_arcs, scientific
+from ..text import printable
 
 __all__ = ["load_from_options", "run_cost", "run_info", "run_template"]
 
@@ -28,7 +29,8 @@ __all__ = ["load_from_options", "run_cost", "run_info", "run_template"]
 def load_from_options(args: argparse.Namespace, max_nodes: int = MAX_UNROLLED_NODES) -> Network:
     """The network named by the network options of ``args`` (network, --slices, --observe)."""
     observe = [x.strip() for x in args.observe.split(",") if x.strip()]
-    return load_network(args.network, slices=args.slices, observe=observe, max_nodes=max_nodes)
+    return load_network(args.network, slices=args.slices, observe=observe, max_nodes=max_nodes,
+                        strict=args.strict)
 
 
 def run_info(args: argparse.Namespace) -> int:
@@ -53,9 +55,9 @@ def run_info(args: argparse.Namespace) -> int:
         print(json.dumps(facts, indent=1))
         return 0
     states_text = ", ".join(f"{v} with {scientific(int(k))}" for k, v in facts["states"].items())
-    print(f"network      {facts['name']}")
+    print(f"network      {printable(facts['name'])}")
     print(f"nodes        {facts['nodes']} ({states_text} states)")
-    print(f"observed     {', '.join(facts['observed']) or 'none'}")
+    print(f"observed     {printable(', '.join(facts['observed'])) or 'none'}")
     print(f"arcs         {facts['arcs']} ({facts['long_arcs']} skip layers)")
     print(f"layers       {facts['layers']} (nodes per layer, leaves first: {facts['nodes_per_layer']})")
     print(f"eta          {scientific(facts['eta'])} ({facts['eta']})")
@@ -84,7 +86,8 @@ def run_cost(args: argparse.Namespace) -> int:
     shown = sorted(rows, key=lambda r: (owner[next(iter(r.nodes))], r.layer))
     print(f"{'cluster':>7}  {'layer':>5}  {'cost':>12}  nodes")
     for row in shown:
-        print(f"{owner[next(iter(row.nodes))] + 1:>7}  {row.layer:>5}  {row.cost:12.1f}  {', '.join(sorted(row.nodes))}")
+        names = printable(', '.join(sorted(row.nodes)))
+        print(f"{owner[next(iter(row.nodes))] + 1:>7}  {row.layer:>5}  {row.cost:12.1f}  {names}")
     print(f"total {total:.1f} ({len(clusters)} clusters, {len(rows)} cluster-layers)")
     return 0
 
@@ -95,11 +98,12 @@ def _finite(value: float) -> float | None:
 
 
 def run_template(args: argparse.Namespace) -> int:
-    if args.output:
+    to_file = args.output and args.output != "-"  # '-': standard output, as without --output
+    if to_file:
         check_output(Path(args.output), [Path(args.network)])
     template = recover_template(load_network(args.network))
     text = json.dumps(template, indent=1) + "\n"
-    if args.output:
+    if to_file:
         write_atomic(Path(args.output), text)
         print(f"template with {len(template['nodes'])} nodes and {template['slices']} slices "
               f"written to {args.output}")

@@ -97,13 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     template = sub.add_parser("template", help="recover the 2-slice template of an unrolled network")
     template.add_argument("network", help="network file whose node names carry a slice suffix")
-    template.add_argument("--output", "-o", metavar="FILE", help="write the template JSON to FILE")
+    template.add_argument("--output", "-o", metavar="FILE",
+                          help="write the template JSON to FILE ('-' or none: standard output)")
     template.set_defaults(run=run_template)
 
     plot = sub.add_parser("plot", help="draw a result's anytime trace and similarity curve (needs matplotlib)")
     plot.add_argument("result", metavar="RESULT", help="result JSON written by dcmap solve --output")
     plot.add_argument("--output", "-o", metavar="FILE",
-                      help="image to write, its format from its suffix (default: RESULT's name with -trace.png)")
+                      help="image to write, its format from its suffix (.png if it has none; default: RESULT's "
+                           "name with -trace.png)")
     plot.add_argument("--title", help="the figure's title")
     plot.set_defaults(run=run_plot)
 
@@ -115,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--trace-point", type=_COUNT, metavar="N",
                        help="draw the mapping of the trace's N-th improvement (an anytime mapping)")
     draw.add_argument("--output", "-o", metavar="FILE",
-                      help="image to write, its format from its suffix (default: RESULT's name with -clusters.png)")
+                      help="image to write, its format from its suffix (.png if it has none; default: RESULT's "
+                           "name with -clusters.png)")
     draw.add_argument("--title", help="the figure's title")
     draw.set_defaults(run=run_draw)
     return parser
@@ -162,6 +165,8 @@ def _network_options(parser: argparse.ArgumentParser) -> None:
                                         f"template, or a bundled example: {', '.join(bundled_examples())}")
     parser.add_argument("--slices", type=_POSITIVE_INT, metavar="T", help="unroll a 2-slice template to T slices")
     parser.add_argument("--observe", metavar="NAMES", default="", help="comma-separated observed nodes")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse a BIF file whose probability tables are broken (by default a warning)")
     parser.add_argument("--order", choices=ELIMINATION_ORDERS, default="cpt", help="elimination order (cpt)")
     parser.add_argument("--addition", type=_NON_NEGATIVE, default=0.6, help="cost of one addition (0.6)")
 

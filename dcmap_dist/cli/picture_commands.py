@@ -15,6 +15,7 @@ from ..model.mappings import MappingError, check_mapping
 from ..io.files import read_json
 from ..model.network import Network, NetworkError
 from .network_commands import load_from_options
+from ..text import printable
 
 __all__ = ["run_draw", "run_plot"]
 
@@ -39,6 +40,7 @@ def run_draw(args: argparse.Namespace) -> int:
     result, output = _picture_paths(args, "-clusters.png", (Path(args.network),))
     clusters, what = plots.mapping_of(result, args.solution, args.trace_point)
     network = load_from_options(args)
+    drawing.check_drawable(network)  # at once, before the mapping is checked or anything drawn
     try:
         check_mapping(network, clusters, result.get("scheme", "merge"))
     except MappingError as exc:
@@ -77,11 +79,17 @@ def _cluster_costs(network: Network, clusters: list[list[str]],
 
 def _picture_paths(args: argparse.Namespace, suffix: str,
                    inputs: tuple[Path, ...] = ()) -> tuple[dict[str, Any], Path]:
-    """The result JSON of ``plot`` or ``draw``, and the picture's path: ``--output``, or
-    beside the result, its stem with ``suffix``; checked not to be an input."""
+    """The result JSON of ``plot`` or ``draw``, and the picture's path: ``--output`` (with
+    ``.png`` added to a name without a suffix; ``-`` refused), or beside the result, its
+    stem with ``suffix``; checked not to be an input."""
     source = Path(args.result)
     stem = Path(source.name.removesuffix(".gz")).stem  # result.json.gz -> result
+    if args.output == "-":
+        raise ValueError(f"--output -: a picture cannot go to standard output; give a file name such as "
+                         f"{stem}{suffix}")
     output = Path(args.output) if args.output else source.with_name(stem + suffix)
+    if not output.suffix:  # what matplotlib would write: named here, so the message says so
+        output = output.with_name(output.name + ".png")
     check_output(output, [source, *inputs])
     result = read_json(source)
     if not isinstance(result, dict):
@@ -91,5 +99,5 @@ def _picture_paths(args: argparse.Namespace, suffix: str,
 
 def _missing(exc: ImportError) -> int:
     """Exit code 2, with the install command, when matplotlib is missing."""
-    print(f"dcmap: error: {exc}", file=sys.stderr)
+    print(f"dcmap: error: {printable(exc)}", file=sys.stderr)
     return 2

@@ -10,16 +10,19 @@ import math
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..faults import EXIT_CODE as FAULT_EXIT_CODE, MACHINE_ERRNOS, EnvironmentFault
 from ..io.dynamic import MAX_UNROLLED_NODES
 from ..io.outputs import OutputError, check_output, write_atomic
-from ..limits import INTERRUPT, StopReason, memory_mb
+from ..limits import COST_CALL, INTERRUPT, StopReason, memory_mb
 from ..model.network import Network, TooLarge
 from ..result import SolveResult
 from ..solve import solve
+from ..text import printable
 from .network_commands import load_from_options
 from .display import ProgressDisplay
 
@@ -100,7 +103,8 @@ def _search(args: argparse.Namespace, network: Network | None, settings: dict[st
     return status
 
 
-STOPPED = {StopReason.INTERRUPTED: 4, StopReason.RAY_LOST: 5}  # exit codes of an unproven solve; others (a limit): 3
+# exit codes of an unproven solve; others (a limit): 3
+STOPPED = {StopReason.INTERRUPTED: 4, StopReason.RAY_LOST: 5, StopReason.CHECKPOINT_FAILED: FAULT_EXIT_CODE}
 
 
 @contextlib.contextmanager
@@ -137,32 +141,39 @@ def _interrupt(signum: int, _frame: Any) -> None:
     if INTERRUPT.is_set():
         raise KeyboardInterrupt
     INTERRUPT.set()
-    print(f"dcmap: {signal.Signals(signum).name}: stopping; the best so far will be written "
+    started = COST_CALL.started
+    waiting = "" if started is None else (
+        f" once the cost function's call in progress returns (running for {time.perf_counter() - started:.1f} s)")
+    print(f"dcmap: {signal.Signals(signum).name}: stopping; the best so far will be written{waiting} "
           "(send it again to stop at once)", file=sys.stderr)
 
 
 def _write_result(path: Path, text: str) -> None:
-    """Write a solve's result; if that fails, print it on stdout so the work is not lost."""
+    """Write a solve's result; if that fails, print it on stdout so the work is not lost
+    (a full or read-only disk is a fault of the machine: :class:`EnvironmentFault`)."""
     try:
         write_atomic(path, text)
     except OutputError as exc:
         sys.stdout.write(text)
+        if exc.errno in MACHINE_ERRNOS:
+            raise EnvironmentFault(f"{exc}; the result is on stdout instead: free space (or give another "
+                                   "--output) and save it from there") from None
         raise OutputError(f"{exc}; the result is on stdout instead") from None
 
 
 def _summary(result: SolveResult, output: str | None) -> None:
     bound = f"no mapping costs less than {result.lower_bound:.1f}"
     if not math.isfinite(result.optimal_cost):  # breadth-first search stopped before a whole mapping
-        print(f"{result.network}: no complete mapping found ({result.stop_reason}); {bound}")
+        print(f"{printable(result.network)}: no complete mapping found ({result.stop_reason}); {bound}")
     else:
         status = ("proven optimal" if result.proven_optimal else
                   f"best found, not proven ({result.stop_reason}); {bound} (gap {100 * result.gap:.2f}%)")
-        print(f"{result.network}: cost {result.optimal_cost:.1f}, {status}")
+        print(f"{printable(result.network)}: cost {result.optimal_cost:.1f}, {status}")
     listed = "" if result.solutions_complete else f" ({len(result.solutions)} listed)"
     print(f"{result.solution_count} mapping(s){listed}; {result.iterations} iterations "
           f"in {result.elapsed_seconds:.2f} s")
     for solution in result.solutions[:3]:
-        print("  " + " ".join("{" + ", ".join(map(str, c)) + "}" for c in solution.clusters))
+        print("  " + " ".join("{" + ", ".join(map(printable, c)) + "}" for c in solution.clusters))
     if result.solution_count > 3:
         print(f"  ... and {result.solution_count - 3} more")
     if output:

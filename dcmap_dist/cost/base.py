@@ -99,21 +99,37 @@ def checked_cost(value: Any, ctx: CostContext, model: str | None = None) -> floa
     most :func:`user_cost_limit`, so that no mapping's total passes the float range.
     """
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    if not ok or math.isnan(value) or value <= 0 or (model is not None and math.isinf(value)):
-        source = "" if model is None else f"cost model {model}: "
+    source = "" if model is None else f"cost model {model}: "
+    if ok:
+        try:
+            number = float(value)
+        except OverflowError:  # an int, Fraction or Decimal past the float range
+            number = math.inf if value > 0 else -math.inf
+        if number == math.inf and not isinstance(value, float):
+            raise CostError(
+                f"{source}cost of cluster-layer {sorted(ctx.nodes)} (layer {ctx.layer}) is {_shown(value)}, too "
+                "large for a floating-point number (about 1.8e308); scale the costs down"
+            ) from None
+    if not ok or math.isnan(number) or number <= 0 or (model is not None and math.isinf(number)):
         kind = "positive" if model is None else "finite positive"
         raise CostError(
-            f"{source}cost of cluster-layer {sorted(ctx.nodes)} (layer {ctx.layer}) is {value!r}; "
+            f"{source}cost of cluster-layer {sorted(ctx.nodes)} (layer {ctx.layer}) is {_shown(value)}; "
             f"a cost must be a {kind} number"
         )
-    if model is not None and value > user_cost_limit(ctx.graph):
+    if model is not None and number > user_cost_limit(ctx.graph):
         raise CostError(
-            f"cost model {model}: cost of cluster-layer {sorted(ctx.nodes)} (layer {ctx.layer}) is {value!r}, "
+            f"cost model {model}: cost of cluster-layer {sorted(ctx.nodes)} (layer {ctx.layer}) is {_shown(value)}, "
             f"more than {user_cost_limit(ctx.graph):.3g}: a mapping of the {len(ctx.graph)} nodes of "
             f"{ctx.graph.name!r} adds up to {len(ctx.graph)} costs, and their total must stay within the "
             "floating-point range (about 1.8e308); scale the costs down"
         )
-    return float(value)
+    return number
+
+
+def _shown(value: Any, most: int = 40) -> str:
+    """``repr(value)``, shortened past ``most`` characters (a huge int has hundreds of digits)."""
+    text = repr(value)
+    return text if len(text) <= most else f"{text[:most - 12]}... ({len(text)} characters)"
 
 
 def user_cost_limit(graph: Network) -> float:

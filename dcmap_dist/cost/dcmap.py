@@ -340,8 +340,14 @@ def _check_range(graph: Network, addition: float) -> None:
         return
     a = math.ceil(addition)
     cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in graph.nodes}
-    total = sum((1 + a) * cpt[x] + sum(a * cpt[y] + cpt[x] for y in graph.children[x]) for x in graph.nodes)
-    if total > sys.float_info.max:
+    base = sum(cpt[x] * (1 + len(graph.children[x])) for x in graph.nodes)  # the multiplications
+    weighed = sum(cpt[x] + sum(cpt[y] for y in graph.children[x]) for x in graph.nodes)  # per unit of addition
+    if base + a * weighed > sys.float_info.max:
+        if base <= sys.float_info.max / 2:  # the tables fit: the weight is what passes the range
+            raise CostError(
+                f"addition {addition:g} is too large: the dcmap cost of {graph.name!r} would pass the "
+                f"floating-point range (about 1.8e308); give an addition weight of at most "
+                f"{scientific(int(sys.float_info.max / 2 // weighed))}")
         worst = max(graph.nodes, key=cpt.__getitem__)
         raise CostError(
             f"the dcmap cost of {graph.name!r} passes the floating-point range (about 1.8e308): "

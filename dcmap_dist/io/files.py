@@ -13,22 +13,23 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from ..env import EnvironmentValueError, number
 from ..model.network import NetworkError
 
 __all__ = ["INPUT_LIMIT_VARIABLE", "MAX_INPUT_MB", "input_limit", "no_duplicate_keys", "read_json", "read_text"]
 
 MAX_INPUT_MB = 256  # the most a network or result file may hold, gunzipped (bnlearn's largest: 5.3 MB)
 INPUT_LIMIT_VARIABLE = "DCMAP_MAX_INPUT_MB"  # raises (or lowers) it
+LARGEST_INPUT_MB = 2**20  # the most it may say (a TiB): a file is read whole into memory
 
 
 def input_limit() -> int:
     """The most bytes an input file may hold once gunzipped: :data:`MAX_INPUT_MB` MiB, or
     what the environment variable :data:`INPUT_LIMIT_VARIABLE` says."""
-    text = os.environ.get(INPUT_LIMIT_VARIABLE)
     try:
-        megabytes = float(text) if text else MAX_INPUT_MB
-    except ValueError:
-        raise NetworkError(f"{INPUT_LIMIT_VARIABLE}={text!r}: expected a number of MiB") from None
+        megabytes = number(INPUT_LIMIT_VARIABLE, MAX_INPUT_MB, LARGEST_INPUT_MB, "MiB")
+    except EnvironmentValueError as exc:
+        raise NetworkError(str(exc)) from None
     return int(megabytes * 2**20)
 
 

@@ -39,7 +39,7 @@ def bundled_examples() -> list[str]:
 
 
 def load_network(source: Any, slices: int | None = None, observe: str | Iterable[str] = (),
-                 max_nodes: int | None = MAX_UNROLLED_NODES) -> Network:
+                 max_nodes: int | None = MAX_UNROLLED_NODES, strict: bool = False) -> Network:
     """Load a Bayesian network, or a 2-slice template unrolled to ``slices`` slices.
 
     Parameters
@@ -57,6 +57,10 @@ def load_network(source: Any, slices: int | None = None, observe: str | Iterable
     max_nodes : int or None
         Refuse a larger network with :class:`TooLarge` (a template before it is
         unrolled); None: no limit.
+    strict : bool
+        Refuse a BIF file whose probability tables are broken (negative or NaN
+        numbers, rows that do not sum to 1, missing rows or states): a NetworkError
+        instead of a warning (:func:`~dcmap_dist.io.bif.read_bif`).
 
     Returns
     -------
@@ -78,7 +82,7 @@ def load_network(source: Any, slices: int | None = None, observe: str | Iterable
     50
     """
     path = _resolve(Path(source)) if isinstance(source, (str, os.PathLike)) else None
-    data = source if path is None else _read(path)  # reading errors name the file
+    data = source if path is None else _read(path, strict)  # reading errors name the file
     if library_of(data):
         data = from_library(data)
     template = isinstance(data, Mapping) and is_template(data)
@@ -120,12 +124,12 @@ def _build(data: Any, slices: int | None, max_nodes: int | None) -> Network:
     return network
 
 
-def _read(path: Path) -> Any:
+def _read(path: Path, strict: bool = False) -> Any:
     """The contents of a network file: a Network (BIF, pyAgrum formats) or a JSON
     object, named after the file when it has no name."""
     name = path.name.removesuffix(".gz")
     if name.endswith(".bif"):
-        return read_bif(path)
+        return read_bif(path, strict)
     if path.suffix in PYAGRUM_SUFFIXES:
         return read_with_pyagrum(path)
     try:

@@ -22,7 +22,10 @@ COST_DIGITS = 12  # significant digits of a cost in a result file or JSON output
 
 
 class OutputError(ValueError):
-    """An output file that cannot be written; the message names it and the reason."""
+    """An output file that cannot be written; the message names it and the reason
+    (``errno``: the operating system's error number, when it refused the write)."""
+
+    errno: int | None = None
 
 
 def json_cost(value: float) -> float | None:
@@ -120,7 +123,9 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException as exc:
         os.unlink(tmp)
         if isinstance(exc, OSError):
-            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+            error = OutputError(f"cannot write {path}: {exc.strerror or exc}")
+            error.errno = exc.errno
+            raise error from None
         raise
 
 

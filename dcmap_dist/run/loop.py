@@ -2,7 +2,8 @@
 turn the search runs for a while (stopping itself at a limit, in time for its final
 checkpoint: the limits are its stopwatch's, :class:`limits.Stopwatch`), progress
 is reported, a checkpoint is written when due, and the search is halted when
-interrupted; then its outcome, with a final checkpoint if it is not proven.
+interrupted or when a checkpoint cannot be written (a full disk: stop reason
+``checkpoint_failed``); then its outcome, with a final checkpoint if it is not proven.
 
 A backend is the search being driven: :class:`run.serial.SerialSearch` (one engine,
 :mod:`dcmap_dist.search.engine`, in this process) or :class:`run.ray.driver.RaySearch` (a
@@ -52,8 +53,9 @@ class Saver(Protocol):
         """Seconds to keep for writing a checkpoint of a state of ``size``
         (:func:`~dcmap_dist.search.state.write_size`)."""
 
-    def save(self, parts: Iterable[SearchState], counters: dict[str, Any] | None) -> None:
-        """Write a checkpoint of the component being searched (``counters`` None: none is)."""
+    def save(self, parts: Iterable[SearchState], counters: dict[str, Any] | None) -> bool:
+        """Write a checkpoint of the component being searched (``counters`` None: none
+        is); False if it could not be written (the search then stops)."""
 
 
 class Backend(Protocol):
@@ -87,10 +89,10 @@ def drive(search: Backend, saver: Saver | None = None,
             on_progress(turn.progress)
         if INTERRUPT.is_set():
             search.halt(StopReason.INTERRUPTED)
-        elif saver is not None and saver.due():
-            saver.save(*search.cut())
-    if saver is not None and not ending.outcome.proven:
-        saver.save(*search.cut())
+        elif saver is not None and saver.due() and not saver.save(*search.cut()):
+            search.halt(StopReason.CHECKPOINT_FAILED)  # a full disk: stop with the best so far
+    if saver is not None and not ending.outcome.proven and not saver.save(*search.cut()):
+        ending.outcome.stop_reason = StopReason.CHECKPOINT_FAILED  # the state it stopped in is not saved
     if on_progress:
         on_progress(ending.progress)
     return ending.outcome

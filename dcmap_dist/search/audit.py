@@ -12,7 +12,7 @@ is reported.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
 from ..cost.base import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
 from ..model.mappings import cluster_problem, mapping_names
@@ -33,11 +33,16 @@ class Audit:
     """Checks the mappings of one connected component ``network`` of ``graph`` (what
     cost contexts see) under ``scheme`` and ``model``. Cluster checks and cluster-layer
     costs are remembered, so checking thousands of tied mappings costs little more than
-    checking their distinct clusters."""
+    checking their distinct clusters. ``answers`` holds the model's answers to slow
+    calls the search made (:attr:`Problem.slow_answers`, by context): taken instead of
+    asking again, so that a model of seconds a call is not made to wait twice (the
+    mapping's contexts and their sum are still the audit's own)."""
 
     def __init__(self, network: Network, graph: Network, model: CostModel, scheme: str,
-                 topo: Topology | None = None) -> None:
+                 topo: Topology | None = None, answers: Mapping[tuple, tuple[float, Hashable]] | None = None
+                 ) -> None:
         self.network = network
+        self._given = answers if answers is not None else {}
         self.graph = graph
         self.scheme = scheme
         self.topo = topo or Topology(network)
@@ -97,7 +102,8 @@ class Audit:
                                                            same, self._answers[ident][1])
                                          for mask, (ident, same) in kids.items())
                 ctx = CostContext(topo.names(members), layer, self.graph, children)
-                value, message = self._model.evaluate(ctx)
+                given = self._given.get((ctx.nodes, ctx.layer, ctx.children))
+                value, message = given if given is not None else self._model.evaluate(ctx)
                 got = self._layers[key] = (checked_cost(value, ctx), len(self._answers))
                 self._answers.append((got[0], message))
             total += got[0]

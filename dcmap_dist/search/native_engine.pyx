@@ -31,6 +31,7 @@ import random
 
 from .branch import Branch
 from .histories import HistoryTable, histories_of
+from ..limits import SearchInterrupted
 from .linking import Entry
 from .state import Improvement, SearchState
 
@@ -179,6 +180,8 @@ cdef int _cost(void* context, const uint64_t* nodes, const uint64_t* same, const
         cost[0] = value
         message[0] = engine._message(item[1])
         return 0
+    except SearchInterrupted as stop:  # a limit reached after a slow call (Problem._evaluate)
+        return CODES[stop.args[0]]
     except BaseException as exc:
         engine._error = exc
         return -1
@@ -564,8 +567,12 @@ cdef class NativeEngine:
         cdef int code
         self._watch = watch
         self._error = None
-        with nogil:
-            code = self.core.get().step(deadline, most, watch_most, True, start)
+        self.problem.watch = watch  # checked after a slow cost call: see _cost
+        try:
+            with nogil:
+                code = self.core.get().step(deadline, most, watch_most, True, start)
+        finally:
+            self.problem.watch = None
         self._forget_sequences()
         if code < 0:
             error, self._error = self._error, None

@@ -14,7 +14,7 @@ cdef class Problem:
     cdef public object use_bound, network, graph, model, scheme
     cdef public Topology topo
     cdef public object _costs, parents_of, children_of, closures
-    cdef public object messages, _estimates, _estimator, _items
+    cdef public object messages, _estimates, _estimator, _items, watch, slow_answers
     cdef public RecentMemo _masks
     cdef public LowerBound bound
     cdef public LinkKeys keys

@@ -14,10 +14,11 @@ join component ``c``", and makes one child branch per feasible combination
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Hashable
 
 from ..cost.base import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
-from ..limits import Stopwatch
+from ..limits import COST_CALL, SLOW_CALL, SearchInterrupted, Stopwatch
 from ..model.network import Network
 from ..model.topology import ONE, Memo, RecentMemo, Topology, bits, union_of
 from ..settings import LINK_KEYS
@@ -51,6 +52,10 @@ class Problem:
         self.scheme = scheme
         self.topo = topo = Topology(network)
         self._costs = Memo(self._evaluate)  # (nodes, same, children...) -> (cost, item): see _evaluate
+        self.watch: Stopwatch | None = None  # the limits of the expansion running (see _evaluate)
+        # the answers of the model's slow calls, by context, for the audit (search/audit.py) to
+        # take instead of asking again: (nodes, layer, children) -> (cost, message)
+        self.slow_answers: dict[tuple, tuple[float, Hashable]] = {}
         self._items: dict[tuple, tuple] = {}  # frontier items (nodes, message), one object per value
         # a child's new masks (joined, placed, fixed, anchors), one object per recent value
         self._masks = RecentMemo(_itself, MASKS_KEPT)
@@ -128,9 +133,24 @@ class Problem:
         ]
         layer = topo.layer[(nodes & -nodes).bit_length() - 1]
         ctx = CostContext(topo.names(nodes), layer, self.graph, sort_children(kids))
-        value, message = self.model.evaluate(ctx)
+        started = COST_CALL.started = time.perf_counter()
+        try:
+            value, message = self.model.evaluate(ctx)
+        finally:
+            COST_CALL.started = None
         item = (self._masks.lookup(nodes), self.messages.held(message))
-        return checked_cost(value, ctx), self._items.setdefault(item, item)
+        got = checked_cost(value, ctx), self._items.setdefault(item, item)
+        if time.perf_counter() - started < SLOW_CALL:
+            return got
+        self.slow_answers[ctx.nodes, ctx.layer, ctx.children] = (got[0], message)
+        if self.watch is not None:
+            # a slow cost model: the limits are checked after each of its calls, not only
+            # every Stopwatch.every steps (the value is kept: a call is never made twice)
+            self._costs[key] = got
+            reason = self.watch.resources_exceeded()
+            if reason:
+                raise SearchInterrupted(reason)
+        return got
 
     # -- the search tree ----------------------------------------------------
     def root(self) -> Branch:
@@ -185,12 +205,16 @@ class Problem:
         # node -> its own cluster-layer's cost and frontier item (members, message)
         single_costs: dict[int, tuple[float, tuple[int, Hashable]]] = {}
         reach: dict[int, int] = {}  # merged -> the parents of the unfixed components outside it
-        for joined, merged in combinations(branch.comps, fixed, proposal, free, self.scheme, topo, parents_of,
-                                           self.closures, watch, most):
-            child = self._apply(branch, proposal, joined, merged, free, below, unfixed, single_costs, reach,
-                                g_min)
-            if child is not None:
-                children.append(child)
+        self.watch = watch
+        try:
+            for joined, merged in combinations(branch.comps, fixed, proposal, free, self.scheme, topo, parents_of,
+                                               self.closures, watch, most):
+                child = self._apply(branch, proposal, joined, merged, free, below, unfixed, single_costs, reach,
+                                    g_min)
+                if child is not None:
+                    children.append(child)
+        finally:
+            self.watch = None
         return children
 
     def _new_cluster_layer(self, nodes: int, cluster: int,

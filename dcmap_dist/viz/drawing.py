@@ -14,6 +14,7 @@ import numpy as np
 from ..model.network import Network
 from ..model.topology import layer_nodes, layers
 from ..study.similarity import cluster_labels
+from ..text import printable
 from .plots import figure, qualitative_colours, save_figure
 
 __all__ = ["crossed", "draw_clusters"]
@@ -27,6 +28,9 @@ SWEEPS = 12  # barycentre sweeps when ordering the nodes of each layer
 SINGLETON = "#d9d9d9"  # the colour of a cluster of one node
 BENDS = (0.0, 0.15, -0.15, 0.3, -0.3, 0.5, -0.5, 0.75, -0.75, 1.0, -1.0)  # the bends an arc may take, straightest first
 NODE_HALF_WIDTH, NODE_HALF_HEIGHT = 0.42, 0.22  # the room a node's box takes (slots, layers)
+MAX_DRAWN_NODES = 300  # draw refuses larger networks (andes, 223 nodes, draws in 8 s)
+MAX_DRAWN_WIDTH = 50  # and layers wider than this (pathfinder's 77 made a picture 12,560 px wide)
+BULGE_LAYERS = 1.5  # how far past the top and bottom layers the drawing reaches for the arcs
 ROUTE_WIDTH = 0.35  # the width of a slot kept for a band that passes through a layer (in node slots)
 
 
@@ -47,22 +51,28 @@ def draw_clusters(network: Network, clusters: Iterable[Iterable[str]], output: P
     Raises a :class:`~dcmap_dist.model.mappings.MappingError` when ``clusters`` do not
     partition the network's nodes.
     """
+    check_drawable(network)
     clusters = [list(cluster) for cluster in clusters]
     labels = dict(zip(network.nodes, cluster_labels(clusters, network.nodes).tolist()))
     chains = _chains(network, labels)
     rows = _layer_order(network, labels, chains)
     place = _positions(rows)
+    routes = _routes(network, place, chains)
+    # the arcs' curves may bulge past the top and bottom layers: the drawing holds them up
+    # to BULGE_LAYERS more (cut there), clear of the title above it and the legend below
+    heights = [y for _, points in routes.values() for _, y in points]
+    low = max(-0.65 - BULGE_LAYERS, min(-0.65, min(heights, default=0) - 0.25))
+    high = min(len(rows) - 0.35 + BULGE_LAYERS, max(len(rows) - 0.35, max(heights, default=0) + 0.25))
     widest = max(place[row[-1]][0] - place[row[0]][0] for row in rows) + 1.0
-    width, height = max(SLOT_INCHES * (widest + 1.5), 6.0), LAYER_INCHES * (len(rows) + 0.3) + 1.4
+    width, height = max(SLOT_INCHES * (widest + 1.5), 6.0), LAYER_INCHES * (high - low) + 1.4
     fig = figure(figsize=(width, height))
     ax = fig.add_axes((0, 0.9 / height, 1, 1 - 1.5 / height))
     ax.set_xlim(-width / SLOT_INCHES / 2, width / SLOT_INCHES / 2)
-    ax.set_ylim(-0.65, len(rows) - 0.35)
+    ax.set_ylim(low, high)
     ax.axis("off")
     for layer in range(len(rows)):
         ax.text(-width / SLOT_INCHES / 2 + 0.1, layer, f"layer {layer}" + (" (leaves)" if layer == 0 else ""),
                 ha="left", va="center", fontsize=FONT_SIZE, color="#555555")
-    routes = _routes(network, place, chains)
     colour = _cluster_colours(clusters)
     for k, cluster in enumerate(clusters):
         if len(cluster) > 1:
@@ -73,7 +83,7 @@ def draw_clusters(network: Network, clusters: Iterable[Iterable[str]], output: P
     boxes = {}
     for x in network.nodes:
         edge, thick = ("black", 2.2) if x in network.observed else (_shade(colour[labels[x]]), 1.0)
-        boxes[x] = ax.text(*place[x], _wrap(x), ha="center", va="center", fontsize=FONT_SIZE, zorder=3,
+        boxes[x] = ax.text(*place[x], _wrap(printable(x)), ha="center", va="center", fontsize=FONT_SIZE, zorder=3,
                            bbox=dict(boxstyle="round,pad=0.3", facecolor=_tint(colour[labels[x]]),
                                      edgecolor=edge, linewidth=thick))
     for u, v in network.edges:
@@ -92,13 +102,29 @@ def draw_clusters(network: Network, clusters: Iterable[Iterable[str]], output: P
         ax.annotate("", xy=(0.5, 0.5), xycoords=boxes[v], xytext=(0.5, 0.5), textcoords=boxes[u], zorder=4,
                     arrowprops=dict(arrowstyle="-|>", patchA=boxes[u].get_bbox_patch(), patchB=boxes[v].get_bbox_patch(),
                                     connectionstyle=f"arc3,rad={routes[u, v][0]}", **style))
+    for drawn in [*ax.lines, *ax.collections, *(a.arrow_patch for a in ax.texts if getattr(a, "arrow_patch", None))]:
+        drawn.set_clip_path(ax.patch)  # nothing drawn over the title or the legend
     shared = sum(len(c) > 1 for c in clusters)
-    fig.suptitle(title or f"{network.name}: {len(clusters)} clusters of {len(network.nodes)} nodes",
+    fig.suptitle(printable(title or f"{network.name}: {len(clusters)} clusters of {len(network.nodes)} nodes"),
                  y=1 - 0.1 / height, va="top")
     _legend(fig, clusters, colour, costs, height)
     fig.text(0.01, 0.1 / height, f"{shared} clusters of two or more nodes in colour, {len(clusters) - shared} of one "
              "node in grey; thick border: observed node; leaves at the bottom", fontsize=FONT_SIZE, va="bottom")
     save_figure(fig, output)
+
+
+def check_drawable(network: Network) -> None:
+    """A ValueError, at once, for a network too big to draw readably (past
+    :data:`MAX_DRAWN_NODES` nodes or :data:`MAX_DRAWN_WIDTH` in a layer): its picture
+    would be metres wide and take minutes (pigs, 441 nodes, ran past 300 s)."""
+    widths = [len(row) for row in layer_nodes(network)]
+    widest = max(widths)
+    if len(network.nodes) > MAX_DRAWN_NODES or widest > MAX_DRAWN_WIDTH:
+        raise ValueError(
+            f"{network.name!r} has {len(network.nodes)} nodes, {widest} in its widest layer (layer "
+            f"{widths.index(widest)}): too many to draw readably (at most {MAX_DRAWN_NODES} nodes and "
+            f"{MAX_DRAWN_WIDTH} in a layer); draw a part of it (a network of the nodes of interest), or list "
+            "the mapping's clusters and costs with 'dcmap cost'")
 
 
 def _legend(fig: Any, clusters: list[list[str]], colour: list[Any], costs: list[float] | None,

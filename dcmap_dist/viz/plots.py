@@ -16,6 +16,8 @@ program that already uses matplotlib is left alone.
 from __future__ import annotations
 
 import math
+import re
+import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ import numpy as np
 
 from ..study.growth import PowerFit, fit_power
 from ..study.similarity import similarities
+from ..text import printable
 
 __all__ = ["MissingMatplotlib", "figure", "mapping_of", "plot_scaling", "plot_trace", "qualitative_colours",
            "save_figure"]
@@ -61,9 +64,61 @@ def qualitative_colours(name: str) -> list[Any]:
 
 
 def save_figure(fig: Any, output: Path) -> None:
-    """Write the figure (its format from the file's suffix), creating missing folders."""
+    """Write the figure (its format from the file's suffix), creating missing folders.
+    Characters that the figure's font lacks (a CJK name in DejaVu Sans) are drawn in an
+    installed font that has them all, if one does; else one warning names them (not
+    matplotlib's one per character)."""
     output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output, dpi=100)
+    missing = _saved(fig, output)
+    if not missing:
+        return
+    fallback = _font_with(missing)
+    if fallback is not None:
+        from matplotlib.text import Text
+
+        for text in fig.findobj(Text):
+            text.set_fontfamily([*text.get_fontfamily(), fallback])
+        missing = _saved(fig, output)
+    if missing:
+        shown = "".join(sorted(map(chr, missing)))
+        warnings.warn(f"no installed font has the characters {shown}: they are drawn as boxes in {output} "
+                      "(install a font that has them, such as Noto Sans CJK for Chinese, Japanese or Korean)",
+                      stacklevel=2)
+
+
+def _saved(fig: Any, output: Path) -> set[int]:
+    """Save ``fig``; the code points matplotlib found no glyph for (its other warnings passed on)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.savefig(output, dpi=100)
+    missing = set()
+    for warning in caught:
+        found = _GLYPH.match(str(warning.message))
+        if found:
+            missing.add(int(found.group(1)))
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    return missing
+
+
+_GLYPH = re.compile(r"Glyph (\d+) .*missing from font")
+
+
+def _font_with(codes: set[int]) -> str | None:
+    """The name of an installed font that has a glyph for every code point of ``codes``
+    (matplotlib's placeholder font aside), or None."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    for entry in font_manager.fontManager.ttflist:
+        if "Last Resort" in entry.name:
+            continue
+        try:
+            if codes <= FT2Font(entry.fname).get_charmap().keys():
+                return entry.name
+        except (OSError, RuntimeError):
+            continue
+    return None
 
 
 # --- the anytime trace ------------------------------------------------------------------------------------------
@@ -97,8 +152,8 @@ def plot_trace(result: Mapping[str, Any], output: Path, title: str | None = None
         _draw_similarity(axes[1], result, panel)
     proven = "proven optimal" if result.get("proven_optimal") else "not proven optimal"
     cost = result.get("optimal_cost")
-    fig.suptitle(title or f"{result.get('network', 'result')}: cost {_number(cost)} ({proven}), "
-                          f"{result.get('iterations', '?')} iterations")
+    fig.suptitle(printable(title or f"{result.get('network', 'result')}: cost {_number(cost)} ({proven}), "
+                                    f"{result.get('iterations', '?')} iterations"))
     save_figure(fig, output)
     return notes
 
@@ -111,7 +166,21 @@ def _trace(result: Mapping[str, Any]) -> list[dict[str, Any]]:
         if not (isinstance(point, Mapping) and all(isinstance(point.get(key), (int, float))
                                                    for key in ("iteration", "seconds"))):
             raise ValueError(f"trace point {k} needs a numeric 'iteration' and 'seconds', got {point!r}")
+        if not _numeric(point.get("cost")):
+            raise ValueError(f"trace point {k}: its 'cost' is {point.get('cost')!r}, not a number or null")
+    for key in ("optimal_cost", "lower_bound", "iterations", "elapsed_seconds"):
+        if not _numeric(result.get(key)):
+            raise ValueError(f"the result's {key!r} is {result[key]!r}, not a number or null: not a dcmap result "
+                             "as dcmap solve writes it (edited?)")
+    for k, point in enumerate(result.get("bounds") or []):
+        if not (isinstance(point, Mapping) and _numeric(point.get("lower_bound"))):
+            raise ValueError(f"bounds point {k}: its 'lower_bound' is not a number or null, got {point!r}")
     return result["trace"]
+
+
+def _numeric(value: Any) -> bool:
+    """A number (not a bool) or None, as a result file's figures are."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 def _cost_panel(ax: Any, result: Mapping[str, Any], trace: list[dict[str, Any]], axis: str) -> None:

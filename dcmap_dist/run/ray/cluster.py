@@ -18,6 +18,7 @@ import ray
 import ray.cloudpickle
 
 from ...cost.base import CostModel
+from ...faults import EnvironmentFault
 from .coordinator import Coordinator
 
 __all__ = ["REACH_SECONDS", "check_workers", "connect", "disconnect", "forget_pool", "pooled_coordinator",
@@ -71,8 +72,21 @@ def connect(address: str | None, workers: int) -> bool:
         with _own_process_group():
             ray.init(address=address, include_dashboard=False, logging_level="ERROR",
                      log_to_driver=False, configure_logging=False, **cpus)
-    except ConnectionError as exc:
-        raise ValueError(f"--address {address}: no Ray cluster answers there ({exc})") from None
+    except Exception as exc:
+        if _unauthenticated(exc):
+            raise ValueError(f"--address {address}: the Ray cluster there requires an authentication token, and "
+                             "this process has none or a wrong one: set RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH, "
+                             "a file holding it) to the cluster's token, as for 'ray status'") from None
+        if isinstance(exc, ConnectionError):
+            raise ValueError(f"--address {address}: no Ray cluster answers there ({exc})") from None
+        if not _timed_out(exc):
+            raise
+        ray.shutdown()  # what did start
+        where = "this machine" if address == "local" else f"--address {address}"
+        raise EnvironmentFault(
+            f"Ray did not start in time on {where} ({exc}); the machine may be busy: try again when it is "
+            "quieter, run without --workers (a serial search needs no Ray), or start Ray first (ray start "
+            "--head) and give --address auto") from None
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
@@ -85,12 +99,30 @@ def connect(address: str | None, workers: int) -> bool:
     return True
 
 
+def _unauthenticated(exc: Exception) -> bool:
+    """Whether Ray refused to connect for want of the cluster's authentication token."""
+    text = str(exc).lower()
+    return (type(exc).__name__ == "AuthenticationError" or "authentication token" in text
+            or "unauthenticated" in text)
+
+
+def _timed_out(exc: Exception) -> bool:
+    """Whether ``ray.init`` failed because Ray was slow to start (it says so in a
+    TimeoutError, a RuntimeError or a bare Exception, depending on where it waited)."""
+    return isinstance(exc, TimeoutError) or "timed out" in str(exc).lower()
+
+
 def check_workers(workers: int, cpus: float, where: str) -> None:
     """A ValueError unless ``workers`` fit the ``cpus`` of ``where``: each worker is a
     process that searches full time, so more workers than CPUs only share them (and a
-    typo such as 10000 would start thousands of processes)."""
-    if workers > cpus:
-        raise ValueError(f"--workers {workers}: {where} offers {cpus:g} CPUs; give at most {int(cpus)} workers")
+    typo such as 10000 would start thousands of processes). A search on Ray workers
+    takes two at least: one CPU may hold two (they share it)."""
+    if cpus < 1:
+        raise ValueError(f"--workers {workers}: {where} offers no CPU to run workers on; add a node with CPUs, "
+                         "or search serially on this machine (--workers 1, no --address)")
+    most = max(2, int(cpus))
+    if workers > most:
+        raise ValueError(f"--workers {workers}: {where} offers {cpus:g} CPUs; give at most {most} workers")
 
 
 def _check_reachable(address: str) -> None:

@@ -3,7 +3,8 @@
 // miss (each computed by the Python engine's own code, so every float is the same), and
 // whether a limit of the search's stopwatch is reached. Each callback returns 0, or -1
 // when Python raised (the binding keeps the exception and raises it again once the
-// search has unwound with CallbackFailed).
+// search has unwound with CallbackFailed). The cost callback may also return a reason's
+// code (> 0): a limit was reached after a slow call, the expansion stops as Interrupted.
 #pragma once
 
 #include <cstddef>

@@ -497,9 +497,10 @@ class Problem {
         Mask same_mask = store.mask(key[1]);
         double cost = 0.0;
         uint32_t message = 0;
-        if (oracle_.cost(oracle_.context, nodes.w.data(), same_mask.w.data(), x.child_masks.data(),
-                         x.child_messages.data(), children, &cost, &message) != 0)
-            throw CallbackFailed();
+        int answer = oracle_.cost(oracle_.context, nodes.w.data(), same_mask.w.data(), x.child_masks.data(),
+                                  x.child_messages.data(), children, &cost, &message);
+        if (answer > 0) throw Interrupted(answer);  // a limit reached after a slow call (Oracle)
+        if (answer != 0) throw CallbackFailed();
         CostValue value{cost, store.item(nodes_id, message)};
         cost_values_.push_back(value);
         return value;

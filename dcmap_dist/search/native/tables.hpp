@@ -8,6 +8,7 @@
 // FlatMap<K, V>: a map whose keys are interned; values by the key's id.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -55,6 +56,16 @@ class SlotIndex {
     }
 
     size_t size() const { return hashes_.size(); }
+    // Keeps the ids `renumbered` gives a new id (ascending, as compact() numbers them),
+    // under their new ids, in place.
+    void keep(const std::vector<Id>& renumbered) {
+        size_t kept = 0;
+        for (size_t id = 0; id < hashes_.size(); ++id)
+            if (renumbered[id] != NONE) hashes_[kept++] = hashes_[id];
+        hashes_.resize(kept);
+        std::fill(slots_.begin(), slots_.end(), Slot{0, 0});
+        for (size_t id = 0; id < kept; ++id) put(hashes_[id], static_cast<Id>(id));
+    }
     size_t bytes() const { return slots_.capacity() * sizeof(Slot) + hashes_.capacity() * sizeof(uint64_t); }
     void clear() {
         slots_.assign(16, Slot{0, 0});
@@ -142,22 +153,24 @@ class SeqInterner {
 
     // Keeps only the sequences `live` marks (by id), renumbered in their order; returns
     // each old id's new one (NONE: dropped). Every holder of an id must then be renumbered.
+    // In place: a kept sequence only moves towards the front, so nothing is copied aside
+    // (a copy would double the store, the largest structure, past a memory limit).
     std::vector<Id> compact(const std::vector<uint8_t>& live) {
         std::vector<Id> renumbered(size(), NONE);
-        std::vector<E> arena;
-        std::vector<uint64_t> starts{0};
-        SlotIndex index;
+        Id kept = 0;
+        size_t end = 0;  // of the kept sequences' elements
         for (Id id = 0; id < size(); ++id) {
             if (id >= live.size() || !live[id]) continue;
-            auto seq = get(id);
-            renumbered[id] = static_cast<Id>(starts.size() - 1);
-            arena.insert(arena.end(), seq.begin(), seq.end());
-            starts.push_back(arena.size());
-            index.place(hash(seq), renumbered[id]);
+            size_t from = starts_[id], length = starts_[id + 1] - from;
+            if (length) std::memmove(arena_.data() + end, arena_.data() + from, length * sizeof(E));
+            starts_[kept] = end;  // kept <= id: starts_[id + 1] and later are still unread
+            end += length;
+            renumbered[id] = kept++;
         }
-        arena_ = std::move(arena);
-        starts_ = std::move(starts);
-        index_ = std::move(index);
+        starts_[kept] = end;
+        starts_.resize(kept + 1);
+        arena_.resize(end);
+        index_.keep(renumbered);
         return renumbered;
     }
     size_t bytes() const {

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import json
-import os
 import warnings
 from pathlib import Path
 

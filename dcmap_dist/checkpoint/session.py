@@ -56,6 +56,7 @@ LOCK = "LOCK"
 # a first guess of a write's time per unit of state.write_size, until a write is measured
 # (results/checkpoint-reserve.md: water's 109,471 units written in 0.83 s, 7.6e-6 a unit)
 SECONDS_PER_UNIT = 1e-5
+LEAST_SECONDS_PER_UNIT = SECONDS_PER_UNIT / 100  # a measured rate is taken down to this, no lower
 
 
 def cost_spec(model: CostModel) -> str | None:
@@ -233,7 +234,7 @@ class Checkpointer:
             self._failed(exc)
             return False
         took = time.monotonic() - start
-        self.seconds_per_unit = max(SECONDS_PER_UNIT / 100, took / max(1, size))
+        self.seconds_per_unit = max(LEAST_SECONDS_PER_UNIT, took / max(1, size))
         self.measured = True
         self.written += 1
         self.seconds += took
@@ -262,7 +263,7 @@ class Checkpointer:
         self.base = resumed.generation.folder
         rate = resumed.metadata.get("write_seconds_per_unit")
         if isinstance(rate, float) and math.isfinite(rate) and rate > 0:  # the last run's writes, measured
-            self.seconds_per_unit, self.measured = max(SECONDS_PER_UNIT / 100, rate), True
+            self.seconds_per_unit, self.measured = max(LEAST_SECONDS_PER_UNIT, rate), True
 
     def finish_component(self, outcome: SearchOutcome) -> None:
         """Record a component's outcome; the next checkpoint is of the one after it."""

@@ -44,9 +44,6 @@ class BifWarning(UserWarning):
     """A BIF file whose probability tables are not what the format asks (the structure,
     all the search reads, is used anyway)."""
 
-
-def _unquoted(name: str) -> str:
-    return name[1:-1] if len(name) >= 2 and name[0] == name[-1] == '"' else name
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _SPACE = re.compile(r"\s*")
 _NETWORK = re.compile(rf"network(?:\s+({_NAME}))?\s*\{{")
@@ -55,6 +52,17 @@ _TYPE = re.compile(r"type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^{}]*)\}\s*;")
 _STATE = re.compile(r'"[^"]*"|[^\s"]+')
 _PROPERTY = re.compile(r"property\b[^;{}]*;")
 _PROBABILITY = re.compile(r"probability\s*\(([^(){}]*)\)\s*\{")
+
+
+def _unquoted(name: str) -> str:
+    """A name without its double quotes (BIF 0.15 quotes names that hold spaces or dashes)."""
+    return name[1:-1] if len(name) >= 2 and name[0] == name[-1] == '"' else name
+
+
+def _some(items: list[str], separator: str) -> str:
+    """The first :data:`SHOWN_PROBLEMS` of ``items``, joined, and how many more there are."""
+    more = f" (and {len(items) - SHOWN_PROBLEMS} more)" if len(items) > SHOWN_PROBLEMS else ""
+    return separator.join(items[:SHOWN_PROBLEMS]) + more
 
 
 def _line(text: str, pos: int) -> int:
@@ -84,7 +92,7 @@ def _state_names(listed: str) -> list[str]:
     if "," in listed:
         names = (x.strip() for x in listed.split(","))
     else:
-        names = (x for x in _STATE.findall(listed))
+        names = _STATE.findall(listed)
     return [_unquoted(x) for x in names if x]
 
 
@@ -127,7 +135,7 @@ def _probability_head(text: str, start: int, head: str) -> tuple[str, list[str]]
     if bar:
         names = [child_part.strip(), *(p.strip() for p in parent_part.split(","))]
     else:  # ( NAME ), or BIF 0.15's ( NAME PARENT PARENT ... )
-        names = [x for x in re.split(r"[\s,]+", head.strip())] if '"' not in head else _NAME_RE.findall(head)
+        names = re.split(r"[\s,]+", head.strip()) if '"' not in head else _NAME_RE.findall(head)
         names = names or [""]
     if not all(_NAME_RE.fullmatch(x) for x in names):
         raise NetworkError(
@@ -237,9 +245,9 @@ def _check_table(text: str, start: int, end: int, child: str, parents: list[str]
     configurations = list(product(*(labels[p] for p in parents)))
     rows: dict[tuple[str, ...], list[float]] = {}
     table = default = None
+    what = f"probability block for {child!r}"
     pos = start
     while (pos := _SPACE.match(text, pos).end()) < end:
-        what = f"probability block for {child!r}"
         if m := _PROPERTY.match(text, pos):
             pos = m.end()
         elif text.startswith("table", pos) and (m := _VALUES.match(text, pos + 5)):
@@ -262,30 +270,27 @@ def _check_table(text: str, start: int, end: int, child: str, parents: list[str]
                     _check_distribution(text, pos, named, values, card, problems)
             pos = v.end()
         else:
-            problems.append(f"line {_line(text, pos)}: probability block for {child!r}: expected 'table ...;', "
+            problems.append(f"line {_line(text, pos)}: {what}: expected 'table ...;', "
                             f"'(STATES) ...;', 'default ...;' or 'property ...;', found "
                             f"{text[pos:pos + 30].partition(chr(10))[0]!r}")
             break
     if table is not None:
         if len(table) != card * len(configurations):
-            problems.append(f"line {_line(text, start)}: probability block for {child!r}: the table holds "
+            problems.append(f"line {_line(text, start)}: {what}: the table holds "
                             f"{len(table)} numbers, not {card * len(configurations)} ({card} states x "
                             f"{len(configurations)} parent configurations)")
         else:  # the child's state varies slowest
             for j, configuration in enumerate(configurations):
                 column = table[j::len(configurations)]
-                named = f"probability block for {child!r}" + (f", parents ({', '.join(configuration)})"
-                                                             if parents else "")
+                named = what + (f", parents ({', '.join(configuration)})" if parents else "")
                 _check_distribution(text, start, f"{named} in its table", column, card, problems)
     elif default is not None:
-        _check_distribution(text, start, f"probability block for {child!r}, default row", default, card, problems)
+        _check_distribution(text, start, f"{what}, default row", default, card, problems)
     elif not problems:
-        missing = [c for c in configurations if c not in rows]
+        missing = [f"({', '.join(c)})" for c in configurations if c not in rows]
         if missing:
-            shown = ", ".join(f"({', '.join(c)})" for c in missing[:3])
-            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-            problems.append(f"line {_line(text, start)}: probability block for {child!r}: no row for the parent "
-                            f"configuration(s) {shown}{more}, and no default")
+            problems.append(f"line {_line(text, start)}: {what}: no row for the parent "
+                            f"configuration(s) {_some(missing, ', ')}, and no default")
     return problems
 
 
@@ -313,11 +318,9 @@ def read_bif(path: str | Path, strict: bool = False) -> Network:
     except NetworkError as exc:
         raise NetworkError(f"{path}: {exc}") from None
     if problems:
-        shown = "; ".join(problems[:SHOWN_PROBLEMS])
-        more = f" (and {len(problems) - SHOWN_PROBLEMS} more)" if len(problems) > SHOWN_PROBLEMS else ""
         if strict:
-            raise NetworkError(f"{path}: {shown}{more}")
+            raise NetworkError(f"{path}: {_some(problems, '; ')}")
         warnings.warn(f"{path}: {len(problems)} problem(s) in its probability tables, which the search does not "
                       f"read (the structure and state counts are used; --strict refuses such a file): "
-                      f"{shown}{more}", BifWarning, stacklevel=2)
+                      f"{_some(problems, '; ')}", BifWarning, stacklevel=2)
     return network

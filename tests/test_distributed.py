@@ -8,25 +8,18 @@ share 2 cores, which is fine for exactness.
 
 from __future__ import annotations
 
-import gc
 import math
 import os
 import signal
 
-import numpy
 import pytest
 
 from dcmap_dist.cost.dcmap import DcmapCost
-from dcmap_dist.cost.user import FunctionCost
 from dcmap_dist.io.load import load_network
-from dcmap_dist.limits import Limits, Stopwatch
 from dcmap_dist.progress import Progress
-from dcmap_dist.run.ray.batches import marshallable, packed, unpacked
-from dcmap_dist.search.explorer import Explorer
-from dcmap_dist.search.problem import Problem
 from dcmap_dist.solve import solve
 
-from search_costs import COST_MODELS, hash_cost, partition, random_network, trace_problem, varied_cost
+from search_costs import COST_MODELS, partition, random_network, trace_problem, varied_cost
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -197,70 +190,6 @@ def kill_a_worker() -> int:
     pid = ray.get(ray.get_actor(names[0], namespace="dcmap").pid.remote())
     os.kill(pid, signal.SIGKILL)
     return pid
-
-
-def test_batches_come_back_equal_by_marshal_or_pickle():
-    """A batch of real completions comes back with equal keys and branch fields: by marshal
-    for the built-in model, by pickle for any other, where a numpy message keeps its type
-    (marshal would have turned it into bytes)."""
-    network = random_network(7, 12, 14)
-    problem = Problem(network, DcmapCost(), "merge")
-    explorer = Explorer(problem, 0.6, 0, 1, 0, 2)
-    root = problem.root()
-    explorer.receive([(problem.link_key(root), root)])
-    explorer.step(Stopwatch(Limits(None, None, None)), max_iterations=300)
-    batch = explorer.take_outbox()[1]
-    assert len(batch) >= 5
-
-    def plain(arrivals):
-        return [(key, branch.fields()) for key, branch in arrivals]
-
-    assert marshallable(DcmapCost()) and not marshallable(DcmapCost(addition=numpy.float64(0.6)))
-    assert not marshallable(COST_MODELS["hash"])
-    for marshal_them, tag in ((True, b"M"), (False, b"P")):
-        data = packed(batch, marshal_them)
-        assert data[:1] == tag and plain(unpacked(data)) == plain(batch)
-    for _, branch in batch:
-        branch.frontier = tuple((members, numpy.int64(message)) for members, message in branch.frontier)
-    messages = [message for _, branch in unpacked(packed(batch, False)) for _, message in branch.frontier]
-    assert messages and all(type(message) is numpy.int64 for message in messages)
-
-
-def test_unpacking_leaves_the_collector_as_it_found_it():
-    # a worker takes its arrivals in with the collector paused (Worker.step): unpacking a
-    # batch must not turn it back on, nor leave it off when it was on
-    problem = Problem(load_network("child"), DcmapCost(), "merge")
-    root = problem.root()
-    data = packed([(problem.link_key(root), root)], marshal_them=True)
-    assert gc.isenabled()
-    unpacked(data)
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        unpacked(data)
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-
-
-@pytest.mark.parametrize("coded", [True, False], ids=["built-in-codes", "user-objects"])
-def test_arrivals_hold_their_messages_as_this_process_does(coded):
-    # the built-in model's messages are int codes, kept as they arrive; a user model's
-    # arrive as new objects and, kept, take this process's, so dict hits on keys holding
-    # them compare by identity
-    problem = Problem(load_network("child"), DcmapCost() if coded else FunctionCost(hash_cost), "merge")
-    root = problem.root()
-    arrived = unpacked(packed([(problem.link_key(root), root)], marshal_them=coded))
-    handed_out = unpacked(packed([(None, root)], marshal_them=coded))[0][1]
-    for branch in (arrived[0][1], handed_out):
-        assert all(a[1] == b[1] and (coded or a[1] is not b[1]) for a, b in zip(branch.frontier, root.frontier))
-    explorer = Explorer(problem, 0.6, 0, 0, 0, 1)
-    explorer.receive(arrived)
-    explorer.adopt([handed_out])
-    kept = explorer.queue.branches()
-    assert len(kept) == 2
-    for a, b in (pair for branch in kept for pair in zip(branch.frontier, root.frontier)):
-        assert type(a[1]) is int and a[1] == b[1] if coded else a[1] is b[1]
 
 
 @pytest.mark.slow

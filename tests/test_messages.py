@@ -5,7 +5,6 @@ own objects, and the model always handed its own values back."""
 from __future__ import annotations
 
 import json
-import marshal
 import os
 import pickle
 import shutil
@@ -23,7 +22,6 @@ from dcmap_dist.checkpoint.session import Resume
 from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.cost.user import FunctionCost
 from dcmap_dist.limits import Limits, Stopwatch
-from dcmap_dist.run.ray.worker import marshallable, packed
 from dcmap_dist.search.explorer import Explorer
 from dcmap_dist.search.messages import MessageCodes
 from dcmap_dist.search.problem import Problem
@@ -133,33 +131,6 @@ def test_a_checkpoint_stores_the_node_sets_and_resumes_from_them(tmp_path):
         assert isinstance(value, frozenset) and value <= set(network.nodes), json.loads(text)
     resumed, whole = solve(None, resume=folder), solve(network)
     assert resumed.proven_optimal and summary(resumed) == summary(whole)
-
-
-def test_a_batch_of_the_built_in_model_holds_ints_floats_tuples_and_none_only():
-    """docs/distributed.md, byte by byte: ``M``, then marshal of rows ``(key, fields)``
-    whose values are ints (masks, codes, ids), floats, tuples and None."""
-    problem = Problem(random_network(7, 12, 14), DcmapCost(), "merge")
-    explorer = Explorer(problem, 0.6, 0, 0, 0, 2)  # shard 0 of 2: completions for 1 go out
-    root = problem.root()
-    explorer.receive([(problem.link_key(root), root)])
-    explorer.step(Stopwatch(Limits()), max_iterations=400)
-    outgoing = [row for batch in explorer.take_outbox().values() for row in batch]
-    assert outgoing and marshallable(problem.model)
-    data = packed(outgoing, True)
-    assert data[:1] == b"M"
-    found = set()
-
-    def walk(value):
-        found.add(type(value))
-        if isinstance(value, tuple):
-            for item in value:
-                walk(item)
-
-    for key, fields in marshal.loads(data[1:]):
-        assert len(fields) == 10
-        walk(key)
-        walk(fields)
-    assert found <= {int, float, tuple, type(None)} and int in found
 
 
 def test_a_checkpoint_written_before_the_codes_resumes_exactly(tmp_path):

@@ -14,8 +14,9 @@ histories (bytes).
 
 from __future__ import annotations
 
+import pickle
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -86,6 +87,10 @@ class Engine(Protocol):
     def receive(self, arrivals: list[Arrival]) -> None:
         """Settle completions sent by other actors; keep the survivors."""
 
+    def receive_batch(self, batch: bytes) -> int:
+        """Settle a batch of completions (:mod:`.batches`' format, from either engine);
+        how many it held. ValueError naming the damage for one that is not this search's."""
+
     def adopt(self, branches: list[Branch]) -> None:
         """Take over open branches."""
 
@@ -99,6 +104,10 @@ class Engine(Protocol):
     # -- what it hands out
     def take_outbox(self) -> dict[int, list[Arrival]]:
         """Completions for other actors, by owner; emptied."""
+
+    def take_batches(self, destinations: int, dumps: Callable[[object], bytes] = pickle.dumps) -> list[bytes]:
+        """The outbox as one batch per actor ``0 .. destinations - 1`` (b"" where none;
+        :mod:`.batches`), emptied; a model's messages pickled with ``dumps``."""
 
     def take_improvements(self) -> list[Improvement]:
         """Improvements found since the last call."""

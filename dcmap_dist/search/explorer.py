@@ -21,13 +21,15 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import pickle
 import random
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from operator import attrgetter
 
 from ..cost.dcmap import leaves_no_cycles
 from ..limits import SearchInterrupted, StepEnd, StopReason, Stopwatch
+from . import batches
 from .branch import Branch
 from .branch_queue import BranchQueue
 from .histories import Histories, HistoryTable
@@ -328,6 +330,24 @@ class Explorer:
             bounds.append(self.active.bound)
         bounds.extend(branch.bound for batch in self.outbox.values() for _, branch in batch)
         return min(bounds)
+
+    def take_batches(self, destinations: int, dumps: Callable[[object], bytes] = pickle.dumps) -> list[bytes]:
+        """The outbox as one batch per destination (b"" where none; :mod:`.batches`), emptied;
+        a model's messages pickled with ``dumps`` (the built-in model's codes written as masks)."""
+        outbox = self.take_outbox()
+        if any(not 0 <= owner < destinations for owner in outbox):
+            raise ValueError(f"a completion for an actor past the {destinations} given")
+        n, coded = self.problem.topo.n, batches.codes_fit(self.problem)
+        return [batches.encode(outbox[j], n, coded, dumps) if outbox.get(j) else b""
+                for j in range(destinations)]
+
+    def receive_batch(self, batch: bytes) -> int:
+        """Settle a batch's completions (:mod:`.batches`, from either engine); how many it held."""
+        if not len(batch):
+            return 0
+        arrivals = batches.decode(batch, self.problem.topo.n)
+        self.receive(arrivals)
+        return len(arrivals)
 
     def take_outbox(self) -> dict[int, list[tuple[tuple, Branch]]]:
         """The completions waiting to be sent, by owner; the outbox is emptied."""

@@ -16,6 +16,7 @@ turns or inner steps for the limits (running the signal handlers first, so Ctrl-
 heard within a fraction of a second).
 """
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
@@ -27,8 +28,11 @@ from libcpp.vector cimport vector
 
 import contextlib
 import math
+import pickle
 import random
+import zlib
 
+from .batches import CHECKED_FROM, checked
 from .branch import Branch
 from .histories import HistoryTable, histories_of
 from ..limits import SearchInterrupted
@@ -79,6 +83,17 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         vector[double] above, own, absorbed
         vector[vector[uint64_t]] absorbing_kids
         vector[vector[double]] absorbing_charges
+
+    cdef cppclass OutBatch_ "dcmap::OutBatch":
+        int owner
+        string bytes
+        vector[Id] messages
+        size_t rows
+
+    cdef cppclass BatchInfo_ "dcmap::BatchInfo":
+        cbool pickled
+        size_t pickled_at
+        uint32_t messages, rows
 
     cdef cppclass Footprint:
         size_t values, values_count, masks, masks_count, seqs, seqs_count, cost_memo, cost_entries, bound_memo, bound_entries, other_memos
@@ -142,6 +157,10 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         Key_ key_of(const Branch_&) except +
         int route(const Key_&, int) except +
         vector[pair[int, vector[Arrival_]]] take_outbox() except +
+        vector[OutBatch_] take_batches(cbool) except +
+        BatchInfo_ batch_info(const unsigned char*, size_t) except +
+        vector[uint64_t] batch_messages(const unsigned char*, size_t) except +
+        size_t receive_batch(const unsigned char*, size_t, const vector[Id]*) except +
         vector[Improvement_] take_improvements() except +
         vector[int64_t] take_notices() except +
         vector[Branch_] take_open() except +
@@ -656,6 +675,49 @@ cdef class NativeEngine:
                                   for j in range(outbox[k].second.size())]
                 for k in range(outbox.size())}
 
+    def take_batches(self, destinations, dumps=pickle.dumps):
+        """The outbox as one batch per destination (b"" where none; search/batches.py's
+        format, written by the core), emptied; a model's messages pickled with ``dumps``
+        (the built-in model's are codes, written as masks)."""
+        cdef vector[OutBatch_] found = self.core.get().take_batches(self._coded)
+        cdef size_t k
+        out = [b""] * destinations
+        for k in range(found.size()):
+            if not 0 <= found[k].owner < destinations:
+                raise ValueError(f"a completion for actor {found[k].owner} of {destinations}")
+            pickled = b"" if self._coded else dumps([self._messages[m] for m in found[k].messages])
+            out[found[k].owner] = _sealed(found[k].bytes, pickled)
+        return out
+
+    def receive_batch(self, batch):
+        """Settle a batch's completions (from either engine: search/batches.py's format), read
+        by the core; how many it held. ValueError naming the damage for a batch that is not
+        one of this search's."""
+        if not len(batch):
+            return 0
+        view = checked(batch)
+        cdef const unsigned char[::1] data = view
+        cdef BatchInfo_ info = self.core.get().batch_info(&data[0], data.shape[0])
+        cdef vector[Id] ids
+        cdef vector[uint64_t] words
+        cdef size_t k
+        if info.pickled:
+            try:
+                values = pickle.loads(view[info.pickled_at:])
+            except Exception as exc:
+                raise ValueError(f"a damaged batch: its messages do not unpickle ({exc})") from None
+            if type(values) is not list or len(values) != info.messages:
+                raise ValueError("a damaged batch: its pickled messages are not its list of messages")
+            for value in values:
+                ids.push_back(self._message(value))
+        elif not self._coded:  # codes, held here as objects
+            words = self.core.get().batch_messages(&data[0], data.shape[0])
+            for k in range(info.messages):
+                ids.push_back(self._message(self._int(&words[k * self.width])))
+        if info.pickled or not self._coded:
+            return self.core.get().receive_batch(&data[0], data.shape[0], &ids)
+        return self.core.get().receive_batch(&data[0], data.shape[0], NULL)
+
     def take_improvements(self):
         """The improvements found since the last call."""
         cdef vector[Improvement_] found = self.core.get().take_improvements()
@@ -768,3 +830,17 @@ def _rebuild(definition, alpha, seed, owner, shard_index, shards, notify, state,
     engine = NativeEngine(problem, alpha, seed, owner, shard_index, shards, notify)
     engine.restore(state, iterations, g_min, random_state)
     return engine
+
+
+cdef bytes _sealed(const string& body, bytes pickled):
+    """A batch from the core's ``body`` (CRC 0) and its pickled messages, with its CRC
+    (search/batches.py's sealed, without its copies)."""
+    cdef Py_ssize_t size = body.size() + len(pickled)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, size)
+    cdef char* at = PyBytes_AS_STRING(out)
+    memcpy(at, body.data(), body.size())
+    if len(pickled):
+        memcpy(at + body.size(), <const char*>pickled, len(pickled))
+    cdef uint32_t crc = zlib.crc32(memoryview(out)[CHECKED_FROM:])
+    memcpy(at + 8, &crc, 4)  # little-endian, as the core writes (batch.hpp)
+    return out

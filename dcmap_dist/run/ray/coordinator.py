@@ -16,17 +16,17 @@ import ray
 
 from ...limits import Limits, StepEnd, StopReason, Stopwatch, memory_mb
 from ...progress import Progress
+from ...search import batches
 from ...search.branch import Branch
 from ...search.engine import Engine, new_engine
 from ...search.histories import Histories, gather_histories
 from ...search.linking import route
 from ...search.state import Improvement, Resumption, SearchState
-from .batches import marshallable, packed, unpacked
 from .protocol import (Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepOrder, StepReport, Totals,
                        TurnReport)
 from .snapshots import Snapshots
 from .steps import BOUND_SECONDS, QUEUED_STEPS, STEP_SECONDS, WorkerSlot, deal, iteration_caps
-from .worker import Worker
+from .worker import Worker, by_value
 
 __all__ = ["Coordinator", "LOOKUPS"]
 
@@ -129,11 +129,12 @@ class Coordinator:
         if not self.sharded:
             self.engine.receive(arrivals)
             return
-        batches: dict[int, list] = {}
+        problem = self.engine.problem
+        owned: dict[int, list] = {}
         for key, branch in arrivals:
-            batches.setdefault(route(key, self.size), []).append((key, branch))
-        for owner, batch in batches.items():
-            self.slots[owner].inbox.append(packed(batch, marshallable(self.spec.model)))
+            owned.setdefault(route(key, self.size), []).append((key, branch))
+        for owner, batch in owned.items():
+            self.slots[owner].inbox.append(batches.encode(batch, problem.topo.n, batches.codes_fit(problem), by_value))
 
     def _distribute(self, state: SearchState) -> None:
         """Share a resumed state among the workers: each key to its owner, each branch to
@@ -296,7 +297,7 @@ class Coordinator:
         if arrivals:
             self.engine.place(self.iterations, self.elapsed())
             for batch in ray.get(arrivals):
-                self.engine.receive(unpacked(batch))
+                self.engine.receive_batch(batch)
             self.trace.extend(self.engine.take_improvements())
             self._notify(self.engine.take_notices())
 
@@ -386,7 +387,7 @@ class Coordinator:
         bounds += [b.bound for slot in self.slots for b in slot.hand]
         for ref in (ref for slot in self.slots for ref in slot.inbox):
             batch = ray.get(ref) if isinstance(ref, ray.ObjectRef) else ref
-            bounds += [branch.bound for _, branch in unpacked(batch)]
+            bounds.append(batches.least_bound(batch, self.engine.problem.topo.n))
         return min([*bounds, self.engine.least_bound(), self.engine.g_min])
 
     def progress(self) -> Progress:

@@ -53,6 +53,7 @@ import ray
 
 from ...limits import Limits, StopReason, Stopwatch
 from ...progress import Progress
+from ...search import batches
 from ...search.branch import Branch
 from ...search.heuristics import incumbent
 from ...search.histories import Histories, MissingRecord, gather_histories
@@ -61,7 +62,6 @@ from ...search.problem import Problem
 from ...search.state import Improvement, Resumption, SearchState, counters, write_size
 from ...search.tolerance import within
 from ..loop import Ending, Saver, Turn, drive
-from .batches import unpacked
 from .cluster import forget_pool, pooled_coordinator, ship_by_value
 from .protocol import RayOptions, SearchSpec, TurnReport
 
@@ -149,7 +149,7 @@ class RaySearch:
                 yield ray.get(ref).state
             yield pickle.loads(cut.own)
             for ref in cut.inbox:
-                yield SearchState(arrivals=unpacked(ray.get(ref)))
+                yield SearchState(arrivals=batches.decode(ray.get(ref), self.problem.topo.n))
 
         return parts(), counters(cut.iterations, cut.elapsed, cut.g_min, _improving(cut.trace, self.first),
                                  self.first, cut.next_owner)

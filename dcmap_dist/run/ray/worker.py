@@ -8,17 +8,26 @@ import sys
 import time
 from typing import Any
 
+import ray.cloudpickle
+
 from ...limits import Stopwatch
 from ...search.engine import Engine, new_engine
+from ...search.batches import rows_in
 from ...search.histories import Histories
 from ...search.linking import Entry
 from ...search.state import SearchState
-from .batches import marshallable, packed, unpacked
 from .protocol import SearchSpec, StepOrder, StepReport, WorkerSnapshot
 
-__all__ = ["SWITCH_SECONDS", "Worker"]
+__all__ = ["SWITCH_SECONDS", "Worker", "by_value"]
 
 SWITCH_SECONDS = 5e-4  # the interpreter's switch interval in a worker (see Worker.__init__)
+
+
+def by_value(value: Any) -> bytes:
+    """``value`` pickled with Ray's cloudpickle: a message of the user's own class, from a
+    module the workers cannot import, travels by value as the cost model did
+    (:func:`~.cluster.ship_by_value`). Batches pickle a user model's messages with it."""
+    return ray.cloudpickle.dumps(value, protocol=5)
 
 
 class Worker:
@@ -32,7 +41,6 @@ class Worker:
         self.engine: Engine | None = None
         self.busy = 0.0
         self.cpu = 0.0
-        self.marshal = False  # batches written with marshal (see marshallable)
 
     def pid(self) -> int:
         return os.getpid()
@@ -43,7 +51,6 @@ class Worker:
         coordinator holds the table and every completion goes there."""
         self.engine = new_engine(spec.problem(), spec.alpha, spec.seed + index, owner if sharded else None,
                                  index, workers if sharded else 1)
-        self.marshal = marshallable(spec.model)
         self.busy = 0.0
         self.cpu = time.process_time()
 
@@ -59,24 +66,21 @@ class Worker:
         engine.place(order.iterations - order.local_iterations, order.elapsed, watch)
         received = 0
         before = engine.iterations
-        # arrivals are tens of thousands of small objects: the collector would scan them
-        # over and over while they are taken in
+        # the Python engine's arrivals are tens of thousands of small objects: the collector
+        # would scan them over and over while they are taken in
         with engine.collector_paused():
             engine.adopt(order.branches)
             for batch in batches:
-                arrivals = unpacked(batch)
-                received += len(arrivals)
-                engine.receive(arrivals)
+                received += engine.receive_batch(batch)
             stop = engine.step(watch, until=start + order.seconds, max_iterations=order.max_iterations)
             lower = engine.least_bound() if order.bound else None  # O(open branches): when asked
-            outbox = engine.take_outbox()
-            out = [packed(outbox[j], self.marshal) if outbox.get(j) else b"" for j in range(order.destinations)]
+            out = engine.take_batches(order.destinations, by_value)
         self.busy += time.perf_counter() - start
         report = StepReport(
             stop=stop, iterations=engine.iterations, expanded=engine.iterations - before,
             open_branches=engine.open_count(), link_records=engine.link_records, least_bound=lower,
             g_min=engine.g_min, improvements=engine.take_improvements(), notices=engine.take_notices(),
-            received=received, sent=[len(outbox.get(j, ())) for j in range(order.destinations)],
+            received=received, sent=[rows_in(batch) for batch in out],
             bytes=sum(len(b) for b in out), busy=self.busy, cpu=time.process_time() - self.cpu,
             memory_mb=watch.peak_memory_mb)
         return [report, *out]

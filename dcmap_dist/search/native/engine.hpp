@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "batch.hpp"
 #include "explorer.hpp"
 
 namespace dcmap {
@@ -45,6 +46,19 @@ struct ModelData {  // the built-in model and its bound's parts (dcmap_model.hpp
     std::vector<double> above, own, absorbed;
     std::vector<std::vector<uint64_t>> absorbing_kids;    // per layer, the children's masks (words) of each absorber
     std::vector<std::vector<double>> absorbing_charges;   // and its charge
+};
+
+struct OutBatch {  // one destination's batch: its bytes (CRC 0, without pickled messages) and messages
+    int owner;
+    std::string bytes;
+    std::vector<Id> messages;  // the binding's ids, for it to pickle after the bytes (not coded)
+    size_t rows;
+};
+
+struct BatchInfo {  // what the binding needs of a batch before it is received
+    bool pickled;
+    size_t pickled_at;
+    uint32_t messages, rows;
 };
 
 struct Footprint {  // bytes held by each structure, and how many items it holds
@@ -103,6 +117,14 @@ class EngineBase {
 
     // what it hands out
     virtual std::vector<std::pair<int, std::vector<Arrival>>> take_outbox() = 0;
+    // The outbox as one batch per owner (batch.hpp; `coded`: messages are mask ids), emptied.
+    virtual std::vector<OutBatch> take_batches(bool coded) = 0;
+    // A batch's layout, checked (std::invalid_argument names what is wrong).
+    virtual BatchInfo batch_info(const uint8_t* data, size_t size) const = 0;
+    // The codes of a batch's messages, `words()` words each, for a binding that holds them as objects.
+    virtual std::vector<uint64_t> batch_messages(const uint8_t* data, size_t size) const = 0;
+    // Settles a batch's arrivals (`message_ids`: the binding's ids of its messages, or null: coded).
+    virtual size_t receive_batch(const uint8_t* data, size_t size, const std::vector<Id>* message_ids) = 0;
     virtual std::vector<Improvement> take_improvements() = 0;
     virtual std::vector<int64_t> take_notices() = 0;
     virtual std::vector<Branch> take_open() = 0;
@@ -237,6 +259,34 @@ class Engine final : public EngineBase {
     int route(const Key& key, int shards) const override { return x_.keys.route(key, shards); }
 
     std::vector<std::pair<int, std::vector<Arrival>>> take_outbox() override { return x_.take_outbox(); }
+    std::vector<OutBatch> take_batches(bool coded) override {
+        std::vector<OutBatch> out;
+        for (const auto& [owner, arrivals] : x_.take_outbox()) {
+            BatchWriter<W> writer(store(), x_.problem.topo.n, coded);
+            for (const Arrival& a : arrivals) writer.add(a);
+            OutBatch batch{owner, std::string(writer.size(), '\0'), writer.messages(), writer.rows()};
+            writer.write(reinterpret_cast<uint8_t*>(batch.bytes.data()));
+            out.push_back(std::move(batch));
+        }
+        return out;
+    }
+    BatchInfo batch_info(const uint8_t* data, size_t size) const override {
+        BatchReader r = reader(data, size);
+        return BatchInfo{r.pickled(), r.pickled_at(), r.messages(), r.rows()};
+    }
+    std::vector<uint64_t> batch_messages(const uint8_t* data, size_t size) const override {
+        std::vector<uint64_t> words = reader(data, size).message_words();
+        const size_t width = static_cast<size_t>(batch_width(x_.problem.topo.n));
+        std::vector<uint64_t> out(words.size() / width * W, 0);
+        for (size_t k = 0; k < words.size() / width; ++k)
+            std::copy_n(words.begin() + k * width, width, out.begin() + k * W);
+        return out;
+    }
+    size_t receive_batch(const uint8_t* data, size_t size, const std::vector<Id>* message_ids) override {
+        std::vector<Arrival> arrivals = reader(data, size).arrivals(store(), message_ids);
+        receive(arrivals);
+        return arrivals.size();
+    }
     std::vector<Improvement> take_improvements() override { return x_.take_improvements(); }
     std::vector<int64_t> take_notices() override { return x_.take_notices(); }
     std::vector<Branch> take_open() override { return x_.take_open(); }
@@ -339,6 +389,10 @@ class Engine final : public EngineBase {
 
     Store<W>& store() { return x_.problem.store; }
     const Store<W>& store() const { return x_.problem.store; }
+
+    BatchReader reader(const uint8_t* data, size_t size) const {
+        return BatchReader(data, size, x_.problem.topo.n, x_.problem.topo.l_max, x_.keys.full());
+    }
 
     static void check(Id id, size_t size) {
         if (id >= size) throw std::out_of_range("an id the engine never gave");

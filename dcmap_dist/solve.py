@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import threading
 import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -275,10 +276,15 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
                 checkpointer.finish_component(outcome)
         if checkpointer is not None:
             checkpointer.save([], None)
-    finally:
+    except BaseException:
         runner.close()
-    return combine(network, model, settings, problems, outcomes, anytime, start, max_solutions,
-                   limits.memory_limit_mb)
+        raise
+    runner.close(behind=True)  # Ray stops while the mappings are listed
+    try:
+        return combine(network, model, settings, problems, outcomes, anytime, start, max_solutions,
+                       limits.memory_limit_mb)
+    finally:
+        runner.join()
 
 
 def _remaining(limits: Limits, start: float, used: int, resumed_at: int = 0) -> Limits | str:
@@ -301,6 +307,8 @@ class _Runner:
     def __init__(self, settings: SearchSettings, address: str | None) -> None:
         self.settings = settings
         self.started_ray = False
+        self.stopping: threading.Thread | None = None  # Ray's stop, in a thread (close)
+        self.ray_start: float | None = None  # seconds connect() took
         if settings.distributed:
             from .run.ray import cluster  # imports Ray
             from .run.ray.protocol import RayOptions
@@ -308,7 +316,9 @@ class _Runner:
             self.cluster = cluster
             self.options = RayOptions(workers=settings.workers, link_table=settings.link_table,
                                       snapshot_every=settings.snapshot_every, address=address)
+            clock = time.perf_counter()
             self.started_ray = cluster.connect(address, settings.workers)
+            self.ray_start = time.perf_counter() - clock  # reported with the first component searched
         elif address is not None:
             raise ValueError(f"address {address!r} is used only by a search on Ray workers: give workers "
                              "(--workers) 2 or more with the dcmap method, or no address")
@@ -320,15 +330,29 @@ class _Runner:
         if settings.distributed:
             from .run.ray.driver import distributed_search
 
-            return distributed_search(problem, settings.alpha, settings.seed, self.options, limits, improved,
-                                      on_progress, saver, resume)
+            outcome = distributed_search(problem, settings.alpha, settings.seed, self.options, limits, improved,
+                                         on_progress, saver, resume)
+            if self.ray_start is not None:
+                outcome.statistics["ray_start_seconds"] = round(self.ray_start, 3)
+                self.ray_start = None
+            return outcome
         if settings.method == "dcmap":
             return dcmap_search(problem, settings.alpha, settings.seed, limits, improved, on_progress, saver, resume)
         if settings.method == "bfs":
             return bfs_search(problem, limits, improved, on_progress)
         return brute_force_search(problem, limits, improved, on_progress)
 
-    def close(self) -> None:
-        """Stop the Ray this runner started, if any."""
+    def close(self, behind: bool = False) -> None:
+        """Stop the Ray this runner started, if any (``behind``: in a thread, see :meth:`join`)."""
         if self.started_ray:
-            self.cluster.disconnect()
+            self.started_ray = False
+            if behind:
+                self.stopping = self.cluster.disconnect_behind()
+            else:
+                self.cluster.disconnect()
+
+    def join(self) -> None:
+        """Wait for Ray's stop begun by ``close(behind=True)``."""
+        if self.stopping is not None:
+            self.stopping.join()
+            self.stopping = None

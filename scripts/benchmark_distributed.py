@@ -23,22 +23,21 @@ a central table's answer before a worker can take it further; iterations to proo
 the first optimal mapping, and their ratio to no delay.
 
 ``overhead``: the distributed code without Ray: the serial search against two sharded
-explorers in this one process that take 100 ms turns and exchange packed batches, for
-``--iterations`` expansions each, alternating ``--repeat`` times; CPU per expansion, the
-time spent packing and unpacking and settling the arrivals, and their sum per arrival
-(``us_per_crossing``). What remains between this and a Ray run is what
-Ray, the coordinator and the second core add.
+engines (native where built) in this one process that take 100 ms turns and exchange
+batches (search/batches.py), for ``--iterations`` expansions each, alternating ``--repeat``
+times; CPU per expansion and its ratio to the serial engine's, the time spent writing
+batches and receiving them (reading and settling), per arrival. What remains between
+this and a Ray run is what Ray, the coordinator and the second core add.
 
-``formats``: what a batch costs as marshal (the workers' format) and as an Arrow record
-batch of columns (each field a column, each tuple a list column of 64-bit words, written
-and read by Arrow's IPC stream), on the batches two explorers of ``overhead`` send in their
-first ``--iterations`` expansions: microseconds per completion to pack and to unpack back
-to ``(key, Branch)`` (the fastest of ``--repeat``, at least 5, passes), and bytes per
-completion; both must read back what was sent. For networks whose masks fit 64 bits.
+``formats``: what a crossing adds per arrival, on the batches two native engines of
+``overhead`` send in their first ``--iterations`` expansions: writing (timed in that run),
+reading into a fresh engine's values without settling, reading and settling, and the
+Python reference's encode and decode; bytes per arrival (:func:`formats`). Needs the
+native engine.
 
 Rows go to ``results/distributed-proof.csv``, ``results/distributed-scaling.csv``,
-``results/distributed-latency.csv``, ``results/distributed-overhead.csv`` and
-``results/distributed-batch-formats.csv`` (appended, with the command and date).
+``results/distributed-latency.csv``, ``results/distributed-worker-overhead.csv`` and
+``results/distributed-crossing.csv`` (appended, with the command and date).
 
     python scripts/benchmark_distributed.py proof --networks insurance,water,seagrass-2slices
     python scripts/benchmark_distributed.py proof --networks insurance --workers 2 --repeat 3
@@ -46,7 +45,7 @@ Rows go to ``results/distributed-proof.csv``, ``results/distributed-scaling.csv`
     python scripts/benchmark_distributed.py scaling --networks seagrass-1slice,child
     python scripts/benchmark_distributed.py latency --networks seagrass-2slices --delays 100,1000,3000
     python scripts/benchmark_distributed.py overhead --networks insurance --iterations 200000 --repeat 3
-    python scripts/benchmark_distributed.py formats --networks insurance,water --iterations 60000
+    python scripts/benchmark_distributed.py formats --networks water,hepar2 --iterations 200000
 """
 
 from __future__ import annotations
@@ -238,7 +237,7 @@ def overhead(args: argparse.Namespace) -> None:
                 row["per_expansion_ratio"] = round(row["us_per_expansion"] / rows[0]["us_per_expansion"], 3)
                 print(row, flush=True)
             stamp(rows, args)
-            append(RESULTS / "distributed-overhead.csv", rows)
+            append(RESULTS / "distributed-worker-overhead.csv", rows)
 
 
 def latency(args: argparse.Namespace) -> None:
@@ -305,117 +304,56 @@ def delayed(label: str, delay: int) -> dict:
 
 
 def in_process(label: str, shards: int, iterations: int, sent: list | None = None) -> dict:
-    """``iterations`` expansions of ``label`` by ``shards`` explorers in this process, each
-    owning its shard of the link table (one: the serial search), taking 100 ms turns and
-    exchanging packed batches between turns as the workers do; each batch, unpacked, is
-    added to ``sent`` if given."""
+    """``iterations`` expansions of ``label`` by ``shards`` engines (the native one where it
+    is built: :func:`~dcmap_dist.search.engine.new_engine`) in this process, each owning
+    its shard of the link table (one: the serial search), taking 100 ms turns and
+    exchanging batches between turns as the workers do (each batch added to ``sent`` if
+    given); the CPU of writing the batches (``take_batches``) and of receiving them
+    (``receive_batch``: reading and settling)."""
     from dcmap_dist.cost.dcmap import DcmapCost
     from dcmap_dist.limits import Limits, Stopwatch
-    from dcmap_dist.run.ray.batches import packed, unpacked
-    from dcmap_dist.search.explorer import Explorer
+    from dcmap_dist.search.engine import new_engine
     from dcmap_dist.search.problem import Problem
 
     net, order = network(label)
     problems = [Problem(net, DcmapCost(order), "merge") for _ in range(shards)]
-    explorers = [Explorer(problems[i], 0.6, i, i + 1, i, shards) for i in range(shards)]
+    engines = [new_engine(problems[i], 0.6, i, i + 1, i, shards) for i in range(shards)]
     root = problems[0].root()
-    explorers[0].receive([(problems[0].link_key(root), root)])
+    engines[0].receive([(problems[0].link_key(root), root)])
     inbox: list[list[bytes]] = [[] for _ in range(shards)]
-    packing = settling = 0.0
+    packing = receiving = 0.0
     arrived = 0
     cpu = time.process_time()
-    while sum(e.iterations for e in explorers) < iterations:
+    while sum(e.iterations for e in engines) < iterations:
         idle = True
-        for i, explorer in enumerate(explorers):
-            with explorer.collector_paused():  # as in Worker.step
+        for i, engine in enumerate(engines):
+            with engine.collector_paused():  # as in Worker.step
                 clock = time.process_time()
-                arrivals = [unpacked(batch) for batch in inbox[i]]
-                packing += time.process_time() - clock
+                for batch in inbox[i]:
+                    arrived += engine.receive_batch(batch)
+                receiving += time.process_time() - clock
                 inbox[i] = []
+                stop = engine.step(Stopwatch(Limits()), until=time.perf_counter() + 0.1, max_iterations=iterations)
                 clock = time.process_time()
-                for batch in arrivals:
-                    explorer.receive(batch)
-                    arrived += len(batch)
-                settling += time.process_time() - clock
-                stop = explorer.step(Stopwatch(Limits()), until=time.perf_counter() + 0.1,
-                                     max_iterations=iterations)
-                clock = time.process_time()
-                for j, batch in explorer.take_outbox().items():
-                    inbox[j].append(packed(batch, True))
-                    if sent is not None:
-                        sent.append(batch)
+                out = engine.take_batches(shards) if shards > 1 else []
                 packing += time.process_time() - clock
+                for j, batch in enumerate(out):
+                    if batch:
+                        inbox[j].append(batch)
+                        if sent is not None:
+                            sent.append((j, batch))
             idle = idle and stop == "idle"
-            g_min = min(e.g_min for e in explorers)
-            for other in explorers:
+            g_min = min(e.g_min for e in engines)
+            for other in engines:
                 other.hear(g_min)
         if idle and not any(inbox):
             break
     cpu = time.process_time() - cpu
-    done = sum(e.iterations for e in explorers)
-    crossing = round((packing + settling) / arrived * 1e6, 2) if arrived else None
-    return {"network": label, "explorers": shards, "iterations": done, "cpu_seconds": round(cpu, 2),
-            "us_per_expansion": round(cpu / done * 1e6, 1), "packing_seconds": round(packing, 2),
-            "settling_seconds": round(settling, 2), "arrivals": arrived, "us_per_crossing": crossing}
-
-
-SCALARS = ("layer", "assigned", "cost", "link", "estimate", "bound", "fixed", "blocked")  # blocked: bytes
-LISTS = ("comps", "frontier_masks", "frontier_messages", "joins", "shape")
-
-
-def arrow_packed(batch: list) -> bytes:
-    """A batch of completions ``(key, branch)`` (lean keys: ``(layer, items, shape,
-    blocked)``, ``items`` the branch's frontier) as an Arrow record batch in an IPC stream:
-    a column per scalar field, a list column of 64-bit words per tuple; ``blocked``, a
-    mask over pairs of components, may pass 64 bits: its bytes, little-endian."""
-    import pyarrow as pa
-
-    scalars: dict[str, list] = {name: [] for name in SCALARS}
-    lists: dict[str, tuple[list, list]] = {name: ([], [0]) for name in LISTS}
-    for key, branch in batch:
-        for name in SCALARS[:-1]:
-            scalars[name].append(getattr(branch, name))
-        scalars["blocked"].append(key[3].to_bytes((key[3].bit_length() + 7) // 8, "little"))
-        for name, items in (("comps", branch.comps), ("frontier_masks", [item[0] for item in branch.frontier]),
-                            ("frontier_messages", [item[1] for item in branch.frontier]),
-                            ("joins", branch.joins), ("shape", key[2])):
-            values, offsets = lists[name]
-            values.extend(items)
-            offsets.append(len(values))
-    types = {"cost": pa.float64(), "estimate": pa.float64(), "bound": pa.float64(), "fixed": pa.uint64(),
-             "blocked": pa.binary()}
-    columns = [pa.array(scalars[name], types.get(name, pa.int64())) for name in SCALARS]
-    columns += [pa.ListArray.from_arrays(pa.array(lists[name][1], pa.int32()), pa.array(lists[name][0], pa.uint64()))
-                for name in LISTS]
-    table = pa.RecordBatch.from_arrays(columns, names=[*SCALARS, *LISTS])
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_batch(table)
-    return sink.getvalue().to_pybytes()
-
-
-def arrow_unpacked(data: bytes) -> list:
-    """The completions of :func:`arrow_packed`'s bytes, as the search holds them."""
-    import pyarrow as pa
-
-    from dcmap_dist.search.branch import Branch
-
-    table = pa.ipc.open_stream(data).read_next_batch()
-    scalars = {name: table.column(name).to_numpy(zero_copy_only=False).tolist() for name in SCALARS}
-    lists = {name: (table.column(name).values.to_numpy().tolist(), table.column(name).offsets.to_numpy().tolist())
-             for name in LISTS}
-    (comps, at_comps), (masks, at_items), (messages, _), (joins, at_joins), (shape, at_shape) = (
-        lists[name] for name in LISTS)
-    out = []
-    for row, (layer, assigned, cost, link, estimate, bound, fixed, blocked) in enumerate(
-            zip(*(scalars[name] for name in SCALARS))):
-        start, end = at_items[row], at_items[row + 1]
-        frontier = tuple(zip(masks[start:end], messages[start:end]))
-        branch = Branch(layer, assigned, tuple(comps[at_comps[row]:at_comps[row + 1]]), frontier, cost,
-                        tuple(joins[at_joins[row]:at_joins[row + 1]]), link, estimate, bound, fixed)
-        key = (layer, frontier, tuple(shape[at_shape[row]:at_shape[row + 1]]), int.from_bytes(blocked, "little"))
-        out.append((key, branch))
-    return out
+    done = sum(e.iterations for e in engines)
+    return {"network": label, "explorers": shards, "engine": type(engines[0]).__name__, "iterations": done,
+            "cpu_seconds": round(cpu, 2), "us_per_expansion": round(cpu / done * 1e6, 2),
+            "packing_seconds": round(packing, 3), "receiving_seconds": round(receiving, 3), "arrivals": arrived,
+            "us_per_arrival": round((packing + receiving) / arrived * 1e6, 3) if arrived else None}
 
 
 def fastest(passes: int, function, *args) -> tuple[float, object]:
@@ -429,35 +367,104 @@ def fastest(passes: int, function, *args) -> tuple[float, object]:
 
 
 def formats(args: argparse.Namespace) -> None:
-    import gc
-
-    from dcmap_dist.run.ray.batches import packed, unpacked
+    """What a crossing adds, per arrival, on the batches two engines of ``overhead`` send in
+    their first ``--iterations`` expansions: writing them (``take_batches``, timed in the
+    run), reading them into a fresh engine's values without settling (the native reader),
+    reading and settling them (what a worker does with them; settling is the serial
+    engine's own work), and the Python reference's encode and decode of the same arrivals;
+    bytes per arrival. The fastest of ``--repeat`` (at least 5) passes."""
+    from dcmap_dist.cost.dcmap import DcmapCost
+    from dcmap_dist.search import batches
+    from dcmap_dist.search.engine import new_engine
+    from dcmap_dist.search.problem import Problem
 
     for label in args.networks.split(","):
         sent: list = []
-        in_process(label, 2, args.iterations, sent)
-        completions = [row for batch in sent for row in batch]
-        expected = [(key, branch.fields()) for key, branch in completions]
-        rows = []
-        gc.disable()  # as when a worker reads a batch (worker.unpacked)
-        try:
-            for name, pack, unpack in (("marshal", lambda rows: packed(rows, True), unpacked),
-                                       ("arrow", arrow_packed, arrow_unpacked)):
-                pack_seconds, data = fastest(max(args.repeat, 5), pack, completions)
-                unpack_seconds, back = fastest(max(args.repeat, 5), unpack, data)
-                if [(key, branch.fields()) for key, branch in back] != expected:
-                    raise SystemExit(f"{label}: the {name} batch did not read back what was sent")
-                n = len(completions)
-                rows.append({"network": label, "format": name, "completions": n, "batches": len(sent),
-                             "pack_us": round(pack_seconds / n * 1e6, 2),
-                             "unpack_us": round(unpack_seconds / n * 1e6, 2),
-                             "bytes_per_completion": round(len(data) / n)})
-        finally:
-            gc.enable()
-        for row in rows:
-            print(row, flush=True)
-        stamp(rows, args)
-        append(RESULTS / "distributed-batch-formats.csv", rows)
+        run = in_process(label, 2, args.iterations, sent)
+        n = sum(batches.rows_in(batch) for _, batch in sent)
+        net, order = network(label)
+
+        def fresh(j: int):
+            return new_engine(Problem(net, DcmapCost(order), "merge"), 0.6, j, j + 1, j, 2)
+
+        def received(settle: bool) -> int:
+            engines = [fresh(0), fresh(1)]
+            return sum(engines[j].receive_batch(batch, settle) for j, batch in sent)
+
+        passes = max(args.repeat, 5)
+        read, count = fastest(passes, received, False)
+        settled, _ = fastest(passes, received, True)
+        make, _ = fastest(passes, lambda: [fresh(0), fresh(1)])  # the engines' own making, taken off
+        arrivals = [(j, batches.decode(batch, len(net.nodes))) for j, batch in sent]
+        encode, written = fastest(passes, lambda: [batches.encode(a, len(net.nodes), True) for _, a in arrivals])
+        decode, _ = fastest(passes, lambda: [batches.decode(batch, len(net.nodes)) for _, batch in sent])
+        if count != n or written != [batch for _, batch in sent]:
+            raise SystemExit(f"{label}: the batches did not read back what was sent")
+        row = {"network": label, "engine": run["engine"], "arrivals": n, "batches": len(sent),
+               "write_us": round(run["packing_seconds"] / n * 1e6, 3),
+               "read_us": round((read - make) / n * 1e6, 3), "read_settle_us": round((settled - make) / n * 1e6, 3),
+               "python_encode_us": round(encode / n * 1e6, 2), "python_decode_us": round(decode / n * 1e6, 2),
+               "bytes_per_arrival": round(sum(len(batch) for _, batch in sent) / n, 1)}
+        row["crossing_us"] = round(row["write_us"] + row["read_us"], 3)
+        print(row, flush=True)
+        stamp([row], args)
+        append(RESULTS / "distributed-crossing.csv", [row])
+
+
+FIXED_CODE = """
+import json, sys, time
+from dcmap_dist import load_network, solve
+from dcmap_dist.run.ray import cluster
+variant = sys.argv[1]
+start = time.perf_counter()
+if variant == "solve":
+    solve(load_network("asia"), workers=2)
+    print(json.dumps({"solve": time.perf_counter() - start}))
+    raise SystemExit
+import ray
+if variant == "lean":
+    cluster.connect("local", 2)
+else:
+    ray.init(address="local", include_dashboard=False, logging_level="ERROR", log_to_driver=False,
+             configure_logging=False, num_cpus=2)
+started = time.perf_counter()
+solve(load_network("asia"), workers=2)  # the pool's actors start, a search of asia runs
+searched = time.perf_counter()
+cluster.disconnect()
+print(json.dumps({"start": started - start, "pool_and_search": searched - started,
+                  "stop": time.perf_counter() - searched}))
+"""
+
+
+def fixed(args: argparse.Namespace) -> None:
+    """Ray's fixed cost for a local run of two workers, each figure in a fresh process, the
+    variants alternating ``--repeat`` times: Ray's start as ``ray.init`` does it and as
+    :func:`~dcmap_dist.run.ray.cluster.connect` does it (lean: no API server), the pool's
+    start with a search of asia, Ray's stop; and ``solve(asia, workers=2)`` whole, whose
+    stop overlaps the listing, against asia's serial solve."""
+    import json
+    import subprocess
+
+    def measured(variant: str) -> dict:
+        out = subprocess.run([sys.executable, "-c", FIXED_CODE, variant], capture_output=True, text=True,
+                             check=True, cwd=ROOT).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    figures: dict[str, list[float]] = collections.defaultdict(list)
+    for _ in range(args.repeat):
+        for variant in ("plain", "lean"):
+            for name, seconds in measured(variant).items():
+                figures[f"{variant} {name}"].append(seconds)
+        figures["solve asia on 2 workers"].append(measured("solve")["solve"])
+        clock = time.perf_counter()
+        solve(load_network("asia"))
+        figures["solve asia serially"].append(time.perf_counter() - clock)
+    rows = [{"figure": name, "median_seconds": round(statistics.median(values), 2),
+             "seconds": " ".join(f"{v:.2f}" for v in values)} for name, values in figures.items()]
+    for row in rows:
+        print(row, flush=True)
+    stamp(rows, args)
+    append(RESULTS / "ray-fixed-cost.csv", rows)
 
 
 def stamp(rows: list[dict], args: argparse.Namespace) -> None:
@@ -470,7 +477,7 @@ def stamp(rows: list[dict], args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=("proof", "scaling", "latency", "overhead", "formats"))
+    parser.add_argument("part", choices=("proof", "scaling", "latency", "overhead", "formats", "fixed"))
     parser.add_argument("--networks", default="insurance,water,seagrass-2slices")
     parser.add_argument("--link-tables", default=None,
                         help="proof: sharded (the default), scaling: sharded,coordinator (the default)")
@@ -492,8 +499,8 @@ def main() -> None:
     if args.link_tables is None:
         args.link_tables = "sharded,coordinator" if args.part == "scaling" else "sharded"
     os.nice(15 - os.nice(0))  # the serial run at the niceness Ray gives its workers (15): same footing
-    if args.part in ("latency", "overhead", "formats"):  # no Ray
-        {"latency": latency, "overhead": overhead, "formats": formats}[args.part](args)
+    if args.part in ("latency", "overhead", "formats", "fixed"):  # no Ray here (fixed: in fresh processes)
+        {"latency": latency, "overhead": overhead, "formats": formats, "fixed": fixed}[args.part](args)
         return
     import ray
 

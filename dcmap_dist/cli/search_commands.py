@@ -178,3 +178,21 @@ def _summary(result: SolveResult, output: str | None) -> None:
         print(f"  ... and {result.solution_count - 3} more")
     if output:
         print(f"result written to {output}")
+    hint = _serial_hint(result)
+    if hint:
+        print(hint)
+
+
+def _serial_hint(result: SolveResult) -> str | None:
+    """A note when a search on Ray workers took longer than it would have serially: its
+    workers' CPU (about what the serial search takes) is less than the time they searched
+    plus Ray's start (its stop, which overlaps the listing, is not counted)."""
+    runs = [c["distributed"] for c in result.components if "worker_cpu" in c.get("distributed", {})]
+    if not runs:
+        return None
+    work = sum(sum(run["worker_cpu"]) for run in runs)
+    spent = sum(run["elapsed"] + run.get("ray_start_seconds", 0.0) for run in runs)
+    if work >= spent:
+        return None
+    return (f"note: this search took {spent:.1f} s on {runs[0]['workers']} Ray workers, Ray's start included; "
+            f"its work was about {work:.1f} s of CPU, so it would have been faster serially (without --workers)")

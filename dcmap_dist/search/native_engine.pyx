@@ -160,7 +160,7 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         vector[OutBatch_] take_batches(cbool) except +
         BatchInfo_ batch_info(const unsigned char*, size_t) except +
         vector[uint64_t] batch_messages(const unsigned char*, size_t) except +
-        size_t receive_batch(const unsigned char*, size_t, const vector[Id]*) except +
+        size_t receive_batch(const unsigned char*, size_t, const vector[Id]*, cbool) except +
         vector[Improvement_] take_improvements() except +
         vector[int64_t] take_notices() except +
         vector[Branch_] take_open() except +
@@ -689,10 +689,11 @@ cdef class NativeEngine:
             out[found[k].owner] = _sealed(found[k].bytes, pickled)
         return out
 
-    def receive_batch(self, batch):
+    def receive_batch(self, batch, settle=True):
         """Settle a batch's completions (from either engine: search/batches.py's format), read
         by the core; how many it held. ValueError naming the damage for a batch that is not
-        one of this search's."""
+        one of this search's. ``settle`` false: only read them (what reading costs, for
+        scripts/benchmark_distributed.py)."""
         if not len(batch):
             return 0
         view = checked(batch)
@@ -715,8 +716,8 @@ cdef class NativeEngine:
             for k in range(info.messages):
                 ids.push_back(self._message(self._int(&words[k * self.width])))
         if info.pickled or not self._coded:
-            return self.core.get().receive_batch(&data[0], data.shape[0], &ids)
-        return self.core.get().receive_batch(&data[0], data.shape[0], NULL)
+            return self.core.get().receive_batch(&data[0], data.shape[0], &ids, settle)
+        return self.core.get().receive_batch(&data[0], data.shape[0], NULL, settle)
 
     def take_improvements(self):
         """The improvements found since the last call."""

@@ -21,8 +21,8 @@ from ...cost.base import CostModel
 from ...faults import EnvironmentFault
 from .coordinator import Coordinator
 
-__all__ = ["REACH_SECONDS", "check_workers", "connect", "disconnect", "forget_pool", "pooled_coordinator",
-           "ship_by_value"]
+__all__ = ["REACH_SECONDS", "check_workers", "connect", "disconnect", "disconnect_behind", "forget_pool",
+           "pooled_coordinator", "ship_by_value"]
 
 REACH_SECONDS = 5.0  # how long an --address HOST:PORT has to answer
 
@@ -52,8 +52,9 @@ def connect(address: str | None, workers: int) -> bool:
 
     Checked first, so that a typo costs seconds, not the machine: ``workers`` must not
     exceed the CPUs that Ray offers (this machine's, for a private Ray), and a
-    ``HOST:PORT`` must answer. A private Ray starts lean (no dashboard), and its
-    processes in a process group of their own (:func:`_own_process_group`)."""
+    ``HOST:PORT`` must answer. A private Ray starts lean (no dashboard, no API server:
+    :func:`_lean_head`), and its processes in a process group of their own
+    (:func:`_own_process_group`)."""
     if ray.is_initialized():
         check_workers(workers, ray.cluster_resources().get("CPU", 0), "this Ray")
         return False
@@ -69,7 +70,7 @@ def connect(address: str | None, workers: int) -> bool:
         # a private Ray offers as many CPUs as there are workers: Ray starts no idle
         # worker processes for the machine's other cores
         cpus = {"num_cpus": workers} if address == "local" else {}
-        with _own_process_group():
+        with _own_process_group(), _lean_head(address == "local"):
             ray.init(address=address, include_dashboard=False, logging_level="ERROR",
                      log_to_driver=False, configure_logging=False, **cpus)
     except Exception as exc:
@@ -163,10 +164,41 @@ def _own_process_group() -> Iterator[None]:
         services.ConsolePopen = original
 
 
+@contextlib.contextmanager
+def _lean_head(private: bool) -> Iterator[None]:
+    """A ``private`` Ray's head starts without its API server: Ray starts that process (its
+    dashboard's, serving the job and state APIs and usage statistics) even without a
+    dashboard, and waits for it to answer, about 0.6 s of a start of 2.4 s on a 2-core
+    machine (results/ray-fixed-cost.md); a private Ray serves no jobs and no dashboard."""
+    node = getattr(getattr(ray._private, "node", None), "Node", None)
+    original = getattr(node, "start_api_server", None)
+    if not private or original is None:  # another Ray layout: its own start
+        yield
+        return
+
+    def without_api_server(self: Any, **_: Any) -> None:
+        self._webui_url = None
+
+    node.start_api_server = without_api_server
+    try:
+        yield
+    finally:
+        node.start_api_server = original
+
+
 def disconnect() -> None:
     """Stop the Ray that :func:`connect` started, with every actor of the cached pools."""
     forget_pool()
     ray.shutdown()
+
+
+def disconnect_behind() -> threading.Thread:
+    """:func:`disconnect` in a thread of its own, started: Ray's stop (a second or more,
+    most of it waiting for its processes to end) overlaps what the caller does next
+    without Ray (listing the mappings); join the thread before returning."""
+    stopping = threading.Thread(target=disconnect, name="dcmap-ray-stop")
+    stopping.start()
+    return stopping
 
 
 def forget_pool() -> None:

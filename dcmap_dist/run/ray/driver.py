@@ -148,8 +148,9 @@ class RaySearch:
             for ref in cut.workers:
                 yield ray.get(ref).state
             yield pickle.loads(cut.own)
-            for ref in cut.inbox:
-                yield SearchState(arrivals=batches.decode(ray.get(ref), self.problem.topo.n))
+            for ref in cut.inbox:  # a batch the coordinator made itself (the root's, a resumption's) is bytes
+                batch = ray.get(ref) if isinstance(ref, ray.ObjectRef) else ref
+                yield SearchState(arrivals=batches.decode(batch, self.problem.topo.n))
 
         return parts(), counters(cut.iterations, cut.elapsed, cut.g_min, _improving(cut.trace, self.first),
                                  self.first, cut.next_owner)

@@ -123,8 +123,10 @@ class EngineBase {
     virtual BatchInfo batch_info(const uint8_t* data, size_t size) const = 0;
     // The codes of a batch's messages, `words()` words each, for a binding that holds them as objects.
     virtual std::vector<uint64_t> batch_messages(const uint8_t* data, size_t size) const = 0;
-    // Settles a batch's arrivals (`message_ids`: the binding's ids of its messages, or null: coded).
-    virtual size_t receive_batch(const uint8_t* data, size_t size, const std::vector<Id>* message_ids) = 0;
+    // Settles a batch's arrivals (`message_ids`: the binding's ids of its messages, or null: coded);
+    // with `settle` false, only reads them (their values interned): what reading costs.
+    virtual size_t receive_batch(const uint8_t* data, size_t size, const std::vector<Id>* message_ids,
+                                 bool settle) = 0;
     virtual std::vector<Improvement> take_improvements() = 0;
     virtual std::vector<int64_t> take_notices() = 0;
     virtual std::vector<Branch> take_open() = 0;
@@ -282,9 +284,10 @@ class Engine final : public EngineBase {
             std::copy_n(words.begin() + k * width, width, out.begin() + k * W);
         return out;
     }
-    size_t receive_batch(const uint8_t* data, size_t size, const std::vector<Id>* message_ids) override {
+    size_t receive_batch(const uint8_t* data, size_t size, const std::vector<Id>* message_ids,
+                         bool settle) override {
         std::vector<Arrival> arrivals = reader(data, size).arrivals(store(), message_ids);
-        receive(arrivals);
+        if (settle) receive(arrivals);
         return arrivals.size();
     }
     std::vector<Improvement> take_improvements() override { return x_.take_improvements(); }

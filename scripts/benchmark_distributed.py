@@ -35,7 +35,7 @@ reading into a fresh engine's values without settling, reading and settling, and
 Python reference's encode and decode; bytes per arrival (:func:`formats`). Needs the
 native engine.
 
-Rows go to ``results/distributed-proof.csv``, ``results/distributed-scaling.csv``,
+Rows go to ``results/distributed-proof.csv``, ``results/distributed-workers.csv``,
 ``results/distributed-latency.csv``, ``results/distributed-worker-overhead.csv`` and
 ``results/distributed-crossing.csv`` (appended, with the command and date).
 
@@ -68,11 +68,11 @@ sys.path.insert(0, str(ROOT))
 
 from dcmap_dist import load_network, solve  # noqa: E402
 from dcmap_dist.io.outputs import append_csv_row  # noqa: E402
-from dcmap_dist.run.ray import driver as distributed  # noqa: E402
+from dcmap_dist.run.ray import cluster, driver as distributed  # noqa: E402
+from dcmap_dist.run.ray.protocol import RayOptions  # noqa: E402
 
 LISTED = 100_000  # optimal mappings listed at most (hepar2's best cost has 53 million tied ones)
-# what a forced W = 1 Ray run (and the pool's warm-up) passes to distributed_search: solve()'s defaults
-RAY_SETTINGS = {"alpha": 0.6, "seed": 0, "link_table": "sharded", "snapshot_every": 30.0}
+ALPHA, SEED = 0.6, 0  # what a forced W = 1 Ray run (and the pool's warm-up) searches with: solve()'s defaults
 SPECIAL = {  # label: (source, slices, order)
     "seagrass-1slice": ("seagrass-2tbn", 1, "paper"),
     "seagrass-2slices": ("seagrass-2tbn", 2, "paper"),
@@ -98,8 +98,8 @@ def warm(workers: int) -> None:
     from dcmap_dist.limits import Limits
     from dcmap_dist.search.problem import Problem
 
-    distributed.distributed_search(Problem(load_network("asia"), DcmapCost(), "merge"), workers, RAY_SETTINGS,
-                                   Limits())
+    distributed.distributed_search(Problem(load_network("asia"), DcmapCost(), "merge"), ALPHA, SEED,
+                                   RayOptions(workers=workers), Limits())
 
 
 def run(label: str, workers: int, time_limit: float, link_table: str = "sharded",
@@ -190,7 +190,7 @@ def run_ray(label: str, workers: int, time_limit: float, link_table: str = "shar
     warm(1)
     cpu = time.process_time()
     wall = time.perf_counter()
-    outcome = distributed.distributed_search(problem, 1, dict(RAY_SETTINGS, link_table=link_table),
+    outcome = distributed.distributed_search(problem, ALPHA, SEED, RayOptions(workers=1, link_table=link_table),
                                             Limits(time_limit, memory_limit_mb=memory_limit))
     wall = time.perf_counter() - wall
     stats = outcome.statistics
@@ -208,25 +208,32 @@ def scaling(args: argparse.Namespace) -> None:
         rows = []
         serial = run(label, 1, args.time_limit)
         for table in args.link_tables.split(","):
-            for workers in (1, 2, 4, 8, 16):
+            for workers in args.workers:
                 got = run_ray(label, workers, args.time_limit, table)
                 s = got["stats"]
                 elapsed = s["elapsed"]
                 idle = [round(1 - busy / elapsed, 3) for busy in s["worker_busy"]]
+                loads = s["worker_iterations"]
                 row = {
                     "network": label, "link_table": table, "workers": workers, "proven": got["proven"],
                     "serial_iterations": serial["iterations"], "iterations": got["iterations"],
                     "work": round(got["iterations"] / max(1, serial["iterations"]), 3),
+                    "load_min": round(min(loads) * workers / max(1, sum(loads)), 3),
+                    "load_max": round(max(loads) * workers / max(1, sum(loads)), 3),
                     "reports": s["sent"], "reports_per_expansion": round(s["sent"] / max(1, got["iterations"]), 3),
+                    "bytes_per_report": round(s["bytes"] / max(1, s["sent"]), 1),
                     "reports_per_second": round(s["sent"] / elapsed), "bytes_per_second": round(s["bytes"] / elapsed),
                     "coordinator_busy": round(s["coordinator_busy"] / elapsed, 3),
+                    "coordinator_cpu_share": round(s["coordinator_cpu"] / elapsed, 3),
+                    "coordinator_memory_mb": round(s["coordinator_memory_mb"]),
                     "idle_min": min(idle), "idle_max": max(idle), "steps": s["steps"],
-                    "wall_seconds": got["wall_seconds"], "cpu_seconds": got["cpu_seconds"],
+                    "search_seconds": round(elapsed, 2), "wall_seconds": got["wall_seconds"],
+                    "cpu_seconds": got["cpu_seconds"],
                 }
                 rows.append(row)
                 print(row, flush=True)
         stamp(rows, args)
-        append(RESULTS / "distributed-scaling.csv", rows)
+        append(RESULTS / "distributed-workers.csv", rows)
 
 
 def overhead(args: argparse.Namespace) -> None:
@@ -487,8 +494,8 @@ def main() -> None:
     parser.add_argument("--memory-limit", type=float, default=None,
                         help="proof: MiB per process (the serial search; each Ray worker)")
     parser.add_argument("--cpus", type=int, default=2)
-    parser.add_argument("--workers", type=lambda text: [int(w) for w in text.split(",")], default=[1, 2],
-                        help="proof: the Ray worker counts run after the serial search (1,2)")
+    parser.add_argument("--workers", type=lambda text: [int(w) for w in text.split(",")], default=None,
+                        help="proof: the Ray worker counts run after the serial search (1,2); scaling: 1,2,4,8")
     parser.add_argument("--capacity", action="store_true",
                         help="proof: also run two serial searches at once (the machine's two-core ceiling)")
     parser.add_argument("--iterations", type=int, default=200_000, help="overhead, formats: expansions per run")
@@ -496,6 +503,8 @@ def main() -> None:
                         help="proof, overhead: run the serial search and the Ray runs this many times, alternating;"
                              " formats: passes over the batches (at least 5)")
     args = parser.parse_args()
+    if args.workers is None:
+        args.workers = [1, 2, 4, 8] if args.part == "scaling" else [1, 2]
     if args.link_tables is None:
         args.link_tables = "sharded,coordinator" if args.part == "scaling" else "sharded"
     os.nice(15 - os.nice(0))  # the serial run at the niceness Ray gives its workers (15): same footing
@@ -504,12 +513,13 @@ def main() -> None:
         return
     import ray
 
-    ray.init(address="local", num_cpus=args.cpus, include_dashboard=False, logging_level="ERROR",
-             log_to_driver=False)
+    # scaling: Ray offers a CPU per worker (more than the machine's: they share its cores)
+    cpus = max(args.cpus, *args.workers) if args.part == "scaling" else args.cpus
+    ray.init(address="local", num_cpus=cpus, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     try:
         (proof if args.part == "proof" else scaling)(args)
     finally:
-        distributed.disconnect()
+        cluster.disconnect()
 
 
 if __name__ == "__main__":

@@ -428,6 +428,7 @@ class Coordinator:
         totals = self.totals
         statistics = Statistics(
             workers=self.size, link_table=self.options.link_table, steps=totals.steps, elapsed=self.elapsed(),
+            worker_iterations=[slot.report.iterations for slot in self.slots],
             worker_busy=[slot.report.busy for slot in self.slots], worker_cpu=[slot.report.cpu for slot in self.slots],
             coordinator_busy=totals.coordinator_busy, coordinator_cpu=time.process_time() - self.cpu,
             coordinator_memory_mb=self.coordinator_memory, sent=totals.sent, received=totals.received,

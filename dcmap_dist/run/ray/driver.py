@@ -7,7 +7,7 @@ Every worker runs the serial loop (its engine: :mod:`dcmap_dist.search.engine`) 
 open branches, in steps of about :data:`steps.STEP_SECONDS`. A step takes the batches of
 completions addressed to the worker since its last step, the global ``G_min`` and
 the dominance notices it has not heard; it returns its statistics and its outgoing
-batches (:func:`batches.packed`, one Ray object per destination, passed on by reference so
+batches (:mod:`dcmap_dist.search.batches`, one Ray object per destination, passed on by reference so
 the coordinator never unpacks them). Steps are not synchronised in rounds: the
 coordinator waits for whichever step ends first, takes it in, and starts that
 worker's next step at once, so no worker waits for the slowest one. Each worker

@@ -3,8 +3,8 @@ runs (:class:`RayOptions`) and what it searches (:class:`SearchSpec`); between t
 coordinator and a worker, the order that comes with each step, the report a step
 returns and a worker's share of a snapshot; the coordinator's snapshots, its counters,
 what a turn reports to the driver, the cut it gives for a checkpoint, and the results
-of a finished search. The batches of completions that travel beside the steps are
-:mod:`.batches`. Every record is built with keywords."""
+of a finished search. The batches of completions that travel beside the steps are the
+engines' (:mod:`dcmap_dist.search.batches`). Every record is built with keywords."""
 
 from __future__ import annotations
 
@@ -170,6 +170,7 @@ class Statistics:
     link_table: str
     steps: int
     elapsed: float  # seconds of search, those before a resumption included
+    worker_iterations: list[int]  # each worker's expansions (its load)
     worker_busy: list[float]  # each worker's seconds in steps
     worker_cpu: list[float]  # each worker's CPU seconds
     coordinator_busy: float

@@ -8,8 +8,8 @@ The checkout's sources are installed with ``DCMAP_SANITIZE=1`` into a temporary 
 (as pip builds them, in isolation), which is put first on ``PYTHONPATH``; Python runs with
 the sanitizers' runtime and the C++ runtime preloaded (``LD_PRELOAD``; leak checks off:
 the interpreter's own allocations are not ours to judge). A memory error or undefined behaviour in the core aborts the
-test run. By default it runs the quick equivalence tests and the decoders' fuzz test for
-60 s (``DCMAP_FUZZ_SECONDS``). CI runs it. Exit code: pytest's.
+test run. By default it runs the quick equivalence tests, the batches' tests and the decoders' fuzz tests for
+30 s each (``DCMAP_FUZZ_SECONDS``). CI runs it. Exit code: pytest's.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # -s: a sanitizer's report goes to stderr as the process aborts, where pytest would hold it
-DEFAULT = ["-s", "tests/test_engine_equivalence.py", "tests/test_native_fuzz.py", "-m", "not slow"]
+DEFAULT = ["-s", "tests/test_engine_equivalence.py", "tests/test_native_fuzz.py", "tests/test_batches.py", "-m", "not slow"]
 run_tests = runpy.run_path(str(ROOT / "scripts" / "test_pure_python.py"))["run_tests"]
 BUILT = shutil.ignore_patterns("*.so", "*.c", "*.cpp", "__pycache__", "built-sources.json")
 
@@ -49,7 +49,7 @@ def main() -> None:
         code = run_tests(installed, "native engine", sys.argv[1:] or DEFAULT, {
             "LD_PRELOAD": " ".join(runtimes), "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:handle_abort=1",
             "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
-            "DCMAP_FUZZ_SECONDS": os.environ.get("DCMAP_FUZZ_SECONDS", "60")})
+            "DCMAP_FUZZ_SECONDS": os.environ.get("DCMAP_FUZZ_SECONDS", "30")})
     sys.exit(code)
 
 

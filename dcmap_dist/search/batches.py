@@ -135,19 +135,20 @@ class _Writer:
         return at
 
     def mask_seq(self, value: tuple) -> int:
-        at = self.mask_seqs.get(value)
-        if at is None:
-            self.mask_pool += [self.mask(m) for m in value]
-            self.mask_lengths.append(len(value))
-            at = self.mask_seqs[value] = len(self.mask_seqs)
-        return at
+        return self.sequence(value, self.mask_seqs, self.mask_lengths, self.mask_pool, self.mask)
 
     def item_seq(self, value: tuple) -> int:
-        at = self.item_seqs.get(value)
+        return self.sequence(value, self.item_seqs, self.item_lengths, self.item_pool, self.item)
+
+    @staticmethod
+    def sequence(value: tuple, index: dict[tuple, int], lengths: list[int], pool: list[int],
+                 member: Callable[[Any], int]) -> int:
+        """The index of sequence ``value`` in ``index``: its members first (``member``)."""
+        at = index.get(value)
         if at is None:
-            self.item_pool += [self.item(i) for i in value]
-            self.item_lengths.append(len(value))
-            at = self.item_seqs[value] = len(self.item_seqs)
+            pool += [member(m) for m in value]
+            lengths.append(len(value))
+            at = index[value] = len(index)
         return at
 
     def long(self, value: int) -> int:

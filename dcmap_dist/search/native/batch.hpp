@@ -227,21 +227,17 @@ class BatchWriter {
         items_data_.push_back(said);
         return items_.add(id);
     }
-    uint32_t mask_seq(Id id) {
-        uint32_t at = mask_seqs_.find(id);
+    uint32_t mask_seq(Id id) { return sequence(id, mask_seqs_, mask_lengths_, mask_pool_, &BatchWriter::mask); }
+    uint32_t item_seq(Id id) { return sequence(id, item_seqs_, item_lengths_, item_pool_, &BatchWriter::item); }
+    // the index of sequence `id` in `index`: its members first (`member`)
+    uint32_t sequence(Id id, BatchIndex& index, std::vector<uint32_t>& lengths, std::vector<uint32_t>& pool,
+                      uint32_t (BatchWriter::*member)(Id)) {
+        uint32_t at = index.find(id);
         if (at != NONE) return at;
         auto seq = store_->seq(id);
-        for (Id m : seq) mask_pool_.push_back(mask(m));
-        mask_lengths_.push_back(static_cast<uint32_t>(seq.size()));
-        return mask_seqs_.add(id);
-    }
-    uint32_t item_seq(Id id) {
-        uint32_t at = item_seqs_.find(id);
-        if (at != NONE) return at;
-        auto seq = store_->seq(id);
-        for (Id i : seq) item_pool_.push_back(item(i));
-        item_lengths_.push_back(static_cast<uint32_t>(seq.size()));
-        return item_seqs_.add(id);
+        for (Id m : seq) pool.push_back((this->*member)(m));
+        lengths.push_back(static_cast<uint32_t>(seq.size()));
+        return index.add(id);
     }
     uint32_t long_mask(Id id) {
         uint32_t at = longs_.find(id);

@@ -16,10 +16,11 @@ from typing import Any
 
 import ray
 import ray.cloudpickle
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ...cost.base import CostModel
 from ...faults import EnvironmentFault
-from .coordinator import Coordinator
+from .coordinator import CONTROL, Coordinator
 
 __all__ = ["REACH_SECONDS", "check_workers", "connect", "disconnect", "forget_pool", "pooled_coordinator",
            "ship_by_value"]
@@ -31,7 +32,7 @@ _pool: dict[tuple[int, float], Any] = {}  # the live coordinator (one at a time)
 
 def pooled_coordinator(workers: int) -> Any:
     """A coordinator with ``workers`` live workers, reused across the searches of one Ray
-    session. Only one pool lives at a time: another size replaces it (its workers
+    session, on this (the driver's) node. Only one pool lives at a time: another size replaces it (its workers
     die with their coordinator), so pools never wait on each other's CPUs."""
     total = ray.cluster_resources().get("CPU", 1.0)
     cpus = min(1.0, total / (workers + 1))
@@ -42,7 +43,11 @@ def pooled_coordinator(workers: int) -> Any:
     for old in _pool.values():
         ray.kill(old)
     _pool.clear()
-    handle = _pool[key] = ray.remote(Coordinator).options(num_cpus=0, enable_task_events=False).remote(workers, cpus)
+    # on the driver's node: a lost node takes workers, never the coordinator and its snapshots;
+    # a thread of its own for halt, which then reaches it during a turn or a recovery
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    handle = _pool[key] = ray.remote(concurrency_groups={CONTROL: 1})(Coordinator).options(
+        num_cpus=0, enable_task_events=False, scheduling_strategy=here).remote(workers, cpus)
     return handle
 
 

@@ -47,6 +47,9 @@ CONTROL = "control"  # the coordinator's thread for halt, answered while a turn 
 PLACE_SECONDS = 60.0  # how long a new worker may take to start (Ray starts its process) before it is given up
 PING_SECONDS = 10.0  # how long a worker may take to answer whether it lives, in a recovery
 POLL_SECONDS = 0.25  # how often a wait looks whether the search was halted meanwhile
+# what says a worker is lost: Ray's word that it died or is unreachable, a batch it made lost
+# with its node (a step that takes it fails), or no answer in time (WorkerSilent)
+LOST = (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError)
 
 
 class WorkerSilent(ray.exceptions.RayActorError):
@@ -89,6 +92,7 @@ class Coordinator:
         self.placing = PLACE_SECONDS  # the first load waits this long for the workers to start
         self.until = 0.0  # when the current turn ends (perf_counter)
         self.notes: list[str] = []  # what the recoveries since the last turn did (for the driver)
+        self.freed: list[str] = []  # nodes of live workers a recovery started anew (a CPU each)
         # one search's (begin)
         self.spec: SearchSpec | None = None
         self.options: RayOptions | None = None
@@ -246,12 +250,12 @@ class Coordinator:
                 self._turn()
                 if self.stop is None and self.snapshots.due(self.elapsed(), self._state_size()):
                     self._take_snapshot()
-            except ray.exceptions.RayActorError as lost:
+            except LOST as lost:
                 self._recover(lost)
         if self.stop is not None:
             try:
                 self._drain()
-            except ray.exceptions.RayActorError as lost:  # a worker died in its last step: back to the snapshot
+            except LOST as lost:  # a worker died in its last step: back to the snapshot
                 self._recover(lost)
         notes, self.notes = self.notes, []
         return TurnReport(done=self.stop is not None, progress=self.progress(), trace=list(self.trace),
@@ -325,8 +329,9 @@ class Coordinator:
                           max_iterations=None if allowance is None else own + allowance,
                           destinations=destinations, bound=bound)
         slot.running.append(slot.actor.step.options(num_returns=1 + destinations).remote(order, *slot.inbox))
+        slot.fed.append(slot.sources)
         slot.reserved = allowance or 0
-        slot.inbox, slot.hand, slot.unheard = [], [], []
+        slot.inbox, slot.hand, slot.unheard, slot.sources = [], [], [], set()
 
     def _settle_arrivals(self) -> None:
         """Have every worker settle the batches waiting for it, expanding nothing: a
@@ -347,6 +352,7 @@ class Coordinator:
         report = self._get(refs[0], max(1.0, slot.heard + self.silent - time.perf_counter()))
         slot.heard = time.perf_counter()
         slot.running.pop(0)
+        slot.fed.pop(0)
         slot.reserved = 0
         if report.least_bound is None:  # not asked this step: keep the last one known
             report.least_bound = slot.report.least_bound
@@ -367,6 +373,7 @@ class Coordinator:
             if count:
                 if self.sharded:
                     self.slots[j].inbox.append(refs[1 + j])
+                    self.slots[j].sources.add(i)
                 else:
                     arrivals.append(refs[1 + j])
         if report.stop not in (StepEnd.IDLE, StepEnd.BUDGET, StopReason.MAX_ITERATIONS):
@@ -435,7 +442,7 @@ class Coordinator:
             try:
                 self._recover_to(snap, lost)
                 return
-            except ray.exceptions.RayActorError as again:
+            except LOST as again:
                 lost = again
             except WorkersLost:
                 raise
@@ -447,8 +454,9 @@ class Coordinator:
         started = time.perf_counter()
         before, rolled = self.size, self.iterations - snap.iterations
         live, suspects = self._live_actors()
-        if len(live) < self.requested and self.stop != StopReason.INTERRUPTED:
-            live += self._replace(self.requested - len(live), suspects)
+        answered, missing = len(live), self.requested - len(live)
+        if missing > 0 and self.stop != StopReason.INTERRUPTED:
+            live += self._replace(missing, suspects)
         if not live:
             raise WorkersLost(f"every worker was lost ({_said(lost)}) and no live node has a CPU free for another")
         self.actors = live
@@ -471,13 +479,17 @@ class Coordinator:
         self.notes.append(
             f"a worker was lost ({_said(lost)}); the search went back to its snapshot at iteration "
             f"{snap.iterations:,} ({rolled:,} iterations to do again) and goes on with {self.size} workers"
-            f"{'' if self.size == before else f' (was {before})'}; the recovery took "
-            f"{time.perf_counter() - started:.1f} s")
+            f"{'' if self.size == before else f' (was {before})'}: {answered} went on, {len(live) - answered} "
+            f"started of {missing} missing; the recovery took {time.perf_counter() - started:.1f} s")
 
     def _live_actors(self) -> tuple[list[Any], set[str]]:
         """The workers that answer within :data:`PING_SECONDS` (the others are killed), and
-        the nodes of those that did not (suspects: a replacement is placed elsewhere)."""
-        pings = [actor.pid.remote() for actor in self.actors]
+        the suspect nodes: those of workers that did not answer, where none did, other
+        than this one (Ray may report a lost node alive, with its CPUs free, for many
+        seconds: no replacement is placed there)."""
+        # in the lookups thread: a live worker answers at once, even while its queued steps
+        # wait for batches that a lost worker made (and that are lost with it)
+        pings = [actor.pid.options(concurrency_group=LOOKUPS).remote() for actor in self.actors]
         answered: set[int] = set()
         deadline = time.perf_counter() + min(self.silent, PING_SECONDS)
         waiting = dict(zip(pings, range(len(pings))))
@@ -490,25 +502,37 @@ class Coordinator:
                     answered.add(i)
                 except ray.exceptions.RayError:
                     pass
-        live, suspects = [], set()
+        # a live worker whose steps take a lost worker's batches would wait for them until Ray
+        # gives them up (for as long as Ray takes to notice a lost node): it is started anew
+        fed = [set().union(*slot.fed) for slot in self.slots] if len(self.slots) == len(self.actors) else None
+        silent = set(range(len(self.actors))) - answered
+        live, suspects, sound, self.freed = [], set(), {ray.get_runtime_context().get_node_id()}, []
         for i, actor in enumerate(self.actors):
-            if i in answered:
+            node = self.nodes[i] if i < len(self.nodes) else None
+            stuck = fed is None or bool(fed[i] & silent)
+            if i in answered and not stuck:
                 live.append(actor)
+                sound.add(node)
             else:
                 ray.kill(actor, no_restart=True)
-                if i < len(self.nodes) and self.nodes[i] is not None:
-                    suspects.add(self.nodes[i])
-        return live, suspects
+                if i in answered:
+                    sound.add(node)
+                    self.freed.append(node)  # a CPU on a live node, free again
+                else:
+                    suspects.add(node)
+        self.freed = [node for node in self.freed if node is not None]
+        return live, suspects - sound - {None}
 
     def _replace(self, wanted: int, suspects: set[str]) -> list[Any]:
-        """Up to ``wanted`` new workers, on nodes Ray reports alive with a CPU free, the
-        ``suspects`` (nodes of lost workers) last; those not started within
+        """Up to ``wanted`` new workers, on nodes Ray reports alive with a CPU free, but
+        not on the ``suspects`` (nodes of lost workers); those not started within
         :data:`PLACE_SECONDS` (or before the search is interrupted) are given up."""
-        spots = _free_spots(self.cpus, suspects)[:wanted]
+        spots = (self.freed + _free_spots(self.cpus, suspects))[:wanted]
+        self.freed = []
         if not spots:
             return []
         started = [self._spawn(node) for node in spots]
-        pings = {actor.pid.remote(): actor for actor in started}
+        pings = {actor.pid.options(concurrency_group=LOOKUPS).remote(): actor for actor in started}
         placed = []
         deadline = time.perf_counter() + PLACE_SECONDS
         while pings and time.perf_counter() < deadline and self.stop != StopReason.INTERRUPTED:
@@ -528,7 +552,7 @@ class Coordinator:
         """A fresh consistent cut for a checkpoint: the snapshot's parts and the counters."""
         try:
             self._take_snapshot()
-        except ray.exceptions.RayActorError as lost:  # a worker died: recover, then cut again
+        except LOST as lost:  # a worker died: recover, then cut again
             self._recover(lost)
             self._take_snapshot()
         return self.kept()
@@ -585,7 +609,7 @@ class Coordinator:
         while self.stop is not None:
             try:
                 return self._results()
-            except ray.exceptions.RayActorError:
+            except LOST:
                 self._recover()
         return None
 
@@ -623,7 +647,7 @@ class Coordinator:
         if rest:
             try:
                 found.update(self._lookup(rest))
-            except ray.exceptions.RayActorError:
+            except LOST:
                 self._recover()
                 found.update(self._lookup(rest))
         return found
@@ -676,15 +700,15 @@ def _merged(snap: Snapshot) -> SearchState:
 
 
 def _free_spots(cpus: float, suspects: set[str]) -> list[str]:
-    """A node for each worker of ``cpus`` CPUs that the live nodes have room for now,
-    nodes of lost workers (``suspects``) last."""
+    """A node for each worker of ``cpus`` CPUs that the live nodes other than the
+    ``suspects`` have room for now."""
     alive = [node["NodeID"] for node in ray.nodes() if node.get("Alive")]
     try:  # Ray's own view of each node's free resources
         free = ray._private.state.available_resources_per_node()
     except Exception:  # noqa: BLE001 - another Ray layout: count on every live node's CPUs
         free = {node["NodeID"]: node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")}
     spots = []
-    for node in sorted(alive, key=lambda n: n in suspects):
+    for node in (n for n in alive if n not in suspects):
         room = free.get(node, {}).get("CPU", 0.0)
         while room >= cpus - 1e-9:
             spots.append(node)

@@ -222,6 +222,9 @@ class RaySearch:
         except MissingRecord:
             (trail, cost), histories = (first.trail, first.cost), {}
         lower = min(-math.inf if last.lower_bound is None else last.lower_bound, cost)
+        cause = getattr(error, "cause", None)
+        if isinstance(cause, WorkersLost):  # said by the coordinator: its words, not Ray's wrapping
+            error = cause
         reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
         return SearchOutcome(cost, [(trail, cost, 0)], False, StopReason.RAY_LOST, last.iterations,
                              peak_memory_mb=last.peak_memory_mb, lower_bound=lower, histories=histories,

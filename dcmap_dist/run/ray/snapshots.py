@@ -25,11 +25,12 @@ from ...search.state import Improvement, SearchState
 from .protocol import Snapshot, Totals
 from .steps import WorkerSlot
 
-__all__ = ["LEAST_SNAPSHOT_SECONDS", "ROLLBACK_SHARE", "SNAPSHOT_SPACING", "Snapshots"]
+__all__ = ["LEAST_SNAPSHOT_SECONDS", "ROLLBACK_SHARE", "SCALED_ITEMS", "SNAPSHOT_SPACING", "Snapshots"]
 
 SNAPSHOT_SPACING = 20  # the next snapshot waits at least this many times its expected duration (5% of the time)
 ROLLBACK_SHARE = 0.1  # a snapshot is due when this share of the search so far has passed since the last
 LEAST_SNAPSHOT_SECONDS = 0.5  # and never sooner than this after the last
+SCALED_ITEMS = 1_000  # a snapshot's cost is scaled to more items from one of at least this many
 
 
 class Snapshots:
@@ -46,8 +47,12 @@ class Snapshots:
 
     def expected(self, size: int) -> float:
         """The seconds a snapshot of ``size`` items is expected to take: the last one's,
-        in proportion to the items when there are more now."""
-        return self.took * max(1.0, size / max(self.size, 1))
+        in proportion to the items when there are more now. A small last one (under
+        :data:`SCALED_ITEMS`) is not scaled up: its time is mostly fixed costs (the drain
+        of the steps), and the next one measures the cost at the size of the day."""
+        if self.size < SCALED_ITEMS:
+            return self.took
+        return self.took * max(1.0, size / self.size)
 
     def interval(self, elapsed: float, size: int) -> float:
         """The seconds between the last snapshot and the next (at ``elapsed`` seconds
@@ -78,6 +83,7 @@ class Snapshots:
         inbox = [[fetched[ref] if isinstance(ref, ray.ObjectRef) else ref for ref in slot.inbox] for slot in slots]
         for slot, batches in zip(slots, inbox):  # the fetched copies go on to the workers, too
             slot.inbox = list(batches)
+            slot.sources = set()
         # cloudpickle: a message of the user's own class may come from a module that only the
         # driver can import (the class came here by value, as the model did: ship_by_value)
         self.latest = Snapshot(

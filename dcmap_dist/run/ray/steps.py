@@ -45,6 +45,8 @@ class WorkerSlot:
     next_bound: float = 0.0  # when its step next reports its least bound (perf_counter)
     memory_mb: float = 0.0  # its process's peak in its last step
     heard: float = 0.0  # when it last answered, or was given a step while idle (perf_counter)
+    sources: set[int] = field(default_factory=set)  # workers whose batches wait in its inbox as Ray references
+    fed: list[set[int]] = field(default_factory=list)  # for each running step, the workers whose batches it takes
 
     def has_work(self) -> bool:
         """Whether it holds open branches or has arrivals or branches waiting for it."""

@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 import ray
+import ray.cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ...limits import Limits, StepEnd, StopReason, Stopwatch, memory_mb
@@ -65,10 +66,19 @@ class WorkerSilent(ray.exceptions.RayActorError):
 
 
 class PlacedWorker(Worker):
-    """A worker that can say on which node it runs (a recovery avoids the nodes of lost workers)."""
+    """A worker that can say on which node it runs (a recovery avoids the nodes of lost
+    workers), and hands its share of a snapshot over as bytes: the coordinator keeps
+    them as they come, without building the objects (a snapshot of water's state took
+    0.4 s when the coordinator unpickled it)."""
 
     def node(self) -> str:
         return ray.get_runtime_context().get_node_id()
+
+    def snapshot_bytes(self) -> bytes:
+        return ray.cloudpickle.dumps(self.snapshot()[1], protocol=5)
+
+    def restore_bytes(self, data: bytes) -> None:
+        self.restore(pickle.loads(data))
 
 
 class Coordinator:
@@ -460,13 +470,15 @@ class Coordinator:
         if not live:
             raise WorkersLost(f"every worker was lost ({_said(lost)}) and no live node has a CPU free for another")
         self.actors = live
-        totals = replace(snap.totals, recoveries=self.totals.recoveries + 1,
-                         rolled_back=self.totals.rolled_back + rolled, coordinator_busy=self.totals.coordinator_busy)
+        now = self.totals  # what the recoveries and snapshots cost is not undone
+        totals = replace(snap.totals, recoveries=now.recoveries + 1, rolled_back=now.rolled_back + rolled,
+                         coordinator_busy=now.coordinator_busy, snapshots=now.snapshots,
+                         snapshot_seconds=now.snapshot_seconds, snapshot_longest=now.snapshot_longest)
         if len(live) == len(snap.workers):  # as many workers as the snapshot's: each takes its own share back
             self.size = len(live)
             self._build(pickle.loads(snap.own), snap.g_min, snap.iterations, snap.trace, totals, list(snap.reports),
                         snap.inbox, snap.unheard, PLACE_SECONDS)
-            self._get([slot.actor.restore.remote(state) for slot, state in zip(self.slots, snap.workers)])
+            self._get([slot.actor.restore_bytes.remote(state) for slot, state in zip(self.slots, snap.workers)])
         else:  # the snapshot's state shared out anew, as a resumption on this many workers is
             self.size = len(live)
             merged = _merged(snap)
@@ -630,6 +642,7 @@ class Coordinator:
             coordinator_busy=totals.coordinator_busy, coordinator_cpu=time.process_time() - self.cpu,
             coordinator_memory_mb=self.coordinator_memory, sent=totals.sent, received=totals.received,
             bytes=totals.bytes, snapshots=totals.snapshots, snapshot_seconds=totals.snapshot_seconds,
+            snapshot_longest_seconds=totals.snapshot_longest,
             recoveries=totals.recoveries, rolled_back=totals.rolled_back,
             workers_lost=self.requested - self.size)
         return Results(
@@ -683,7 +696,7 @@ def _merged(snap: Snapshot) -> SearchState:
     merged = pickle.loads(snap.own)
     histories = dict(merged.histories.items())
     for part in snap.workers:
-        state = part.state
+        state = pickle.loads(part).state
         merged.branches += state.branches
         merged.arrivals += state.arrivals
         merged.entries.update(state.entries)

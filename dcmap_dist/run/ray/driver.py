@@ -177,7 +177,7 @@ class RaySearch:
     def _parts(self, cut: Cut) -> tuple[Iterator[SearchState], dict[str, Any]]:
         def parts() -> Iterator[SearchState]:
             for ref in cut.workers:
-                yield ray.get(ref).state
+                yield pickle.loads(ray.get(ref)).state
             yield pickle.loads(cut.own)
             for batch in cut.inbox:
                 if batch:

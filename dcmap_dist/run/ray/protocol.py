@@ -142,6 +142,7 @@ class Totals:
     coordinator_busy: float = 0.0  # seconds the coordinator spent starting and taking in steps
     snapshots: int = 0
     snapshot_seconds: float = 0.0
+    snapshot_longest: float = 0.0  # the longest snapshot's seconds
     recoveries: int = 0  # recoveries from a lost worker
     rolled_back: int = 0  # iterations undone by them (done again since)
 
@@ -151,7 +152,7 @@ class Snapshot:
     """A consistent cut of a distributed search, kept by the coordinator: every worker
     is rolled back to it when one is lost (:mod:`.snapshots`)."""
 
-    workers: list[WorkerSnapshot]  # each worker's, fetched here (a lost node does not take it along)
+    workers: list[bytes]  # each worker's WorkerSnapshot, pickled, fetched here (a lost node does not take it along)
     inbox: list[list[bytes]]  # the batches in flight, for each worker (fetched here too)
     unheard: list[list[int]]  # the notices each worker has not heard
     own: bytes  # the coordinator's own share (a pickled SearchState: a copy, not its live table)
@@ -179,7 +180,7 @@ class Cut:
     """What the driver writes a checkpoint of a distributed search from: a fresh
     snapshot's parts (fetched one at a time as they are written) and the counters."""
 
-    workers: list[Any]  # Ray references to each worker's WorkerSnapshot (on the coordinator's node)
+    workers: list[Any]  # Ray references to each worker's WorkerSnapshot, pickled (on the coordinator's node)
     inbox: list[Any]  # the batches in flight (bytes)
     own: bytes  # the coordinator's own share, pickled
     iterations: int
@@ -207,6 +208,7 @@ class Statistics:
     bytes: int
     snapshots: int
     snapshot_seconds: float
+    snapshot_longest_seconds: float  # a lost worker undoes at most 20 of these, or 10% of the search
     recoveries: int
     rolled_back: int  # iterations the recoveries undid
     workers_lost: int  # workers lost and not replaced (the search went on with fewer)

@@ -76,8 +76,8 @@ class Snapshots:
         counters; ``size`` as for :meth:`due`, ``elapsed`` the search's clock, ``get``
         the coordinator's ``ray.get`` (with its time-out). The parts are fetched here.
         The snapshot is kept as :attr:`latest`, and counted in ``totals``."""
-        calls = [slot.actor.snapshot.options(num_returns=2).remote() for slot in slots]
-        states = get([state for _, state in calls])  # raises here if a worker died while saving
+        # each worker's share as bytes (pickled there), kept as they come
+        states = get([slot.actor.snapshot_bytes.remote() for slot in slots])  # raises if a worker died meanwhile
         refs = [ref for slot in slots for ref in slot.inbox if isinstance(ref, ray.ObjectRef)]
         fetched = dict(zip(refs, get(refs))) if refs else {}
         inbox = [[fetched[ref] if isinstance(ref, ray.ObjectRef) else ref for ref in slot.inbox] for slot in slots]
@@ -93,6 +93,7 @@ class Snapshots:
         took = time.perf_counter() - start
         totals.snapshots += 1
         totals.snapshot_seconds += took
+        totals.snapshot_longest = max(totals.snapshot_longest, took)
         self.took, self.size = took, size
         self.last = elapsed()
         return self.latest

@@ -67,6 +67,7 @@ def connect(address: str | None, workers: int) -> bool:
         check_workers(workers, len(os.sched_getaffinity(0)), "this machine")
     elif address != "auto":
         _check_reachable(address)
+        _check_token(address)
     handlers = {}
     if threading.current_thread() is threading.main_thread():  # Ray replaces SIGTERM's handler
         handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -79,9 +80,7 @@ def connect(address: str | None, workers: int) -> bool:
                      log_to_driver=False, configure_logging=False, **cpus)
     except Exception as exc:
         if _unauthenticated(exc):
-            raise ValueError(f"--address {address}: the Ray cluster there requires an authentication token, and "
-                             "this process has none or a wrong one: set RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH, "
-                             "a file holding it) to the cluster's token, as for 'ray status'") from None
+            raise _token_needed(address) from None
         if isinstance(exc, ConnectionError):
             raise ValueError(f"--address {address}: no Ray cluster answers there ({exc})") from None
         if not _timed_out(exc):
@@ -102,6 +101,26 @@ def connect(address: str | None, workers: int) -> bool:
             ray.shutdown()
             raise
     return True
+
+
+def _token_needed(address: str) -> ValueError:
+    return ValueError(f"--address {address}: the Ray cluster there requires an authentication token, and this "
+                      "process has none or a wrong one: set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or "
+                      "RAY_AUTH_TOKEN_PATH, a file holding it) to the cluster's token, as for 'ray status' "
+                      "(docs/distributed.md, \"Authentication\")")
+
+
+def _check_token(address: str) -> None:
+    """A ValueError at once when the cluster at ``address`` refuses this process for want
+    of its token: ``ray.init`` would retry for 20 s, printing "Unauthenticated", and then
+    say that no cluster answers there (issue 50). Ray's own client to the cluster's
+    control store answers in milliseconds either way; anything else it says is left to
+    ``ray.init``."""
+    try:
+        ray._raylet.GcsClient(address=address)
+    except Exception as exc:  # noqa: BLE001 - only a refusal for the token is decided here
+        if _unauthenticated(exc):
+            raise _token_needed(address) from None
 
 
 def _unauthenticated(exc: Exception) -> bool:

@@ -7,7 +7,7 @@ counters, the trace, termination, the snapshots from which a lost worker is reco
 The coordinator runs on the driver's node (:func:`.cluster.pooled_coordinator`), and
 keeps its snapshots there: a lost node takes workers, never the means to recover them.
 A worker is lost when Ray says it died or when it has not answered for
-``silent_steps`` step lengths (a frozen node, a cut network). Recovery
+``silent_steps`` steps of 0.1 s (a frozen node, a cut network: :func:`.steps.silence`). Recovery
 (:meth:`Coordinator._recover`) starts replacements only on nodes Ray reports alive
 with a CPU free, waits for them for :data:`PLACE_SECONDS` at most, and goes on with
 fewer workers when none can be placed (the snapshot's state shared out anew over the
@@ -38,7 +38,8 @@ from .batches import marshallable, packed, unpacked
 from .protocol import (Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepOrder, StepReport, Totals,
                        TurnReport, WorkersLost)
 from .snapshots import Snapshots
-from .steps import BOUND_SECONDS, QUEUED_STEPS, SILENT_STEPS, WorkerSlot, deal, iteration_caps, step_seconds
+from .steps import (BOUND_SECONDS, QUEUED_STEPS, SILENT_STEPS, WorkerSlot, deal, iteration_caps, silence,
+                    step_seconds)
 from .worker import Worker
 
 __all__ = ["CONTROL", "Coordinator", "LOOKUPS", "PING_SECONDS", "PLACE_SECONDS", "WorkerSilent"]
@@ -98,7 +99,7 @@ class Coordinator:
         self.actors = [self._spawn() for _ in range(workers)]
         self.nodes: list[str | None] = [None] * workers  # each actor's node, once it answered
         self.step = step_seconds(workers)
-        self.silent = SILENT_STEPS * self.step  # seconds without an answer after which a worker is lost
+        self.silent = silence(SILENT_STEPS, workers)  # seconds without an answer after which a worker is lost
         self.placing = PLACE_SECONDS  # the first load waits this long for the workers to start
         self.until = 0.0  # when the current turn ends (perf_counter)
         self.notes: list[str] = []  # what the recoveries since the last turn did (for the driver)
@@ -151,7 +152,7 @@ class Coordinator:
         state it was checkpointed in (``resume``)."""
         self.spec, self.options = spec, options
         self.sharded = options.link_table == "sharded"
-        self.silent = options.silent_steps * self.step
+        self.silent = silence(options.silent_steps, self.requested)
         self.notes = []
         if len(self.actors) < self.requested:  # lost in an earlier search of this pool: try again
             self.actors += self._replace(self.requested - len(self.actors), set())
@@ -436,8 +437,7 @@ class Coordinator:
         now = time.perf_counter()
         for slot in self.slots:
             if slot.running and now - slot.heard >= self.silent:
-                raise WorkerSilent(f"a worker has not answered for {now - slot.heard:.0f} s "
-                                   f"({self.silent / self.step:.0f} step lengths)")
+                raise WorkerSilent(f"a worker has not answered for {now - slot.heard:.0f} s")
 
     def _recover(self, lost: Exception | None = None) -> None:
         """A worker was lost (``lost``: what said so): roll every worker back to the

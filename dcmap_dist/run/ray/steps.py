@@ -13,13 +13,13 @@ from ...search.branch import Branch
 from .protocol import StepReport
 
 __all__ = ["BOUND_SECONDS", "QUEUED_STEPS", "SILENT_STEPS", "STEP_SECONDS", "STEP_WORKERS", "WorkerSlot", "deal",
-           "iteration_caps", "step_seconds"]
+           "iteration_caps", "silence", "step_seconds"]
 
 STEP_SECONDS = 0.1  # how long a worker runs its loop per step (up to STEP_WORKERS workers)
-STEP_WORKERS = 16  # past this many workers, the step grows with them (the coordinator's share of a core)
+STEP_WORKERS = 12  # past this many workers, the step grows with them (the coordinator's share of a core)
 QUEUED_STEPS = 2  # steps submitted to a worker at once (the running one and the next)
 BOUND_SECONDS = 5.0  # how often a worker computes its least open bound (it scans its open set)
-SILENT_STEPS = 200  # a worker that has not answered for this many step lengths is lost (DCMAP_SILENT_STEPS)
+SILENT_STEPS = 200  # a worker that has not answered for this many base steps is lost (DCMAP_SILENT_STEPS)
 
 
 def step_seconds(workers: int) -> float:
@@ -28,6 +28,13 @@ def step_seconds(workers: int) -> float:
     in about the same number of steps a second however many workers there are (its
     share of a core: docs/distributed.md, "The coordinator's share of a core")."""
     return STEP_SECONDS * max(1.0, workers / STEP_WORKERS)
+
+
+def silence(steps: float, workers: int) -> float:
+    """The seconds a worker may go without answering before it is lost: ``steps``
+    lengths of the base step (:data:`STEP_SECONDS`), and at least 4 of the step of
+    ``workers`` workers (a step must have had the time to end)."""
+    return max(steps * STEP_SECONDS, 4 * step_seconds(workers))
 
 
 @dataclass

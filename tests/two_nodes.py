@@ -101,9 +101,16 @@ class TwoNodes:
             raise RuntimeError(f"ray start {' '.join(args)} failed: {done.stderr[-3000:]}")
         return new
 
-    def start(self) -> TwoNodes:
-        self._ray_start("--head", f"--port={self.port}", "--include-dashboard=false",
-                        f"--temp-dir={self.folder}/ray")
+    def start(self, dashboard: bool = False) -> TwoNodes:
+        """Start the head; with ``dashboard``, its dashboard and job server too (at
+        :attr:`jobs`)."""
+        options = ["--include-dashboard=false"]
+        if dashboard:
+            port = free_port()
+            self.jobs = f"http://127.0.0.1:{port}"
+            options = ["--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={port}",
+                       f"--dashboard-agent-listen-port={free_port()}"]
+        self._ray_start("--head", f"--port={self.port}", *options, f"--temp-dir={self.folder}/ray")
         return self
 
     def add_node(self) -> None:

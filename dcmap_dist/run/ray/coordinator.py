@@ -49,6 +49,8 @@ CONTROL = "control"  # the coordinator's thread for halt, answered while a turn 
 PLACE_SECONDS = 60.0  # how long a new worker may take to start (Ray starts its process) before it is given up
 PING_SECONDS = 10.0  # how long a worker may take to answer whether it lives, in a recovery
 POLL_SECONDS = 0.25  # how often a wait looks whether the search was halted meanwhile
+INTERRUPTED_SECONDS = 5.0  # a signal stopped the search: a worker that takes longer to answer is lost
+LAG_STEPS = 10  # a step running this many step lengths after its worker's last answer is late
 # what says a worker is lost: Ray's word that it died or is unreachable, a batch it made lost
 # with its node (a step that takes it fails), or no answer in time (WorkerSilent)
 LOST = (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError)
@@ -104,6 +106,7 @@ class Coordinator:
         self.until = 0.0  # when the current turn ends (perf_counter)
         self.notes: list[str] = []  # what the recoveries since the last turn did (for the driver)
         self.freed: list[str] = []  # nodes of live workers a recovery started anew (a CPU each)
+        self.halted = 0.0  # when the search was last halted (perf_counter)
         # one search's (begin)
         self.spec: SearchSpec | None = None
         self.options: RayOptions | None = None
@@ -138,12 +141,21 @@ class Coordinator:
 
     def _get(self, refs: Any, seconds: float | None = None) -> Any:
         """``ray.get`` of workers' answers, given up after ``seconds`` (the silence that
-        makes a worker lost, by default) with :class:`WorkerSilent`."""
+        makes a worker lost, by default) with :class:`WorkerSilent`, and at most
+        :data:`INTERRUPTED_SECONDS` after a signal halted the search (it must end within
+        seconds)."""
         seconds = self.silent if seconds is None else seconds
-        try:
-            return ray.get(refs, timeout=seconds)
-        except ray.exceptions.GetTimeoutError:
-            raise WorkerSilent(f"a worker has not answered for {seconds:.0f} s") from None
+        pending = [refs] if isinstance(refs, ray.ObjectRef) else list(refs)
+        start = time.perf_counter()
+        deadline = start + seconds
+        while pending:
+            now = time.perf_counter()
+            if self.stop == StopReason.INTERRUPTED:
+                deadline = min(deadline, max(self.halted, start) + INTERRUPTED_SECONDS)
+            if now >= deadline:
+                raise WorkerSilent(f"a worker has not answered for {now - start:.0f} s")
+            _, pending = ray.wait(pending, num_returns=len(pending), timeout=min(POLL_SECONDS, deadline - now))
+        return ray.get(refs)
 
     # -- one search -------------------------------------------------------------
     def begin(self, spec: SearchSpec, options: RayOptions, limits: Limits, g_min: float,
@@ -244,7 +256,9 @@ class Coordinator:
         return self.before + self.watch.elapsed()
 
     def halt(self, reason: StopReason) -> None:
-        """Stop the search (e.g. ``interrupted``) before the next step."""
+        """Stop the search (e.g. ``interrupted``) before the next step (called in the
+        ``control`` thread, also while a turn or a recovery runs)."""
+        self.halted = time.perf_counter()
         self.stop = self.stop or reason
 
     def advance(self, seconds: float, reserve: float = 0.0) -> TurnReport:
@@ -259,7 +273,8 @@ class Coordinator:
                 break
             try:
                 self._turn()
-                if self.stop is None and self.snapshots.due(self.elapsed(), self._state_size()):
+                if self.stop is None and not self._lagging() and self.snapshots.due(self.elapsed(),
+                                                                                     self._state_size()):
                     self._take_snapshot()
             except LOST as lost:
                 self._recover(lost)
@@ -431,6 +446,13 @@ class Coordinator:
         return self.snapshots.take(self.slots, own, self.engine.g_min, self.iterations, self.trace, self.totals,
                                    self._state_size(), start, self.elapsed, self._get)
 
+    def _lagging(self) -> bool:
+        """Whether a running step is late (:data:`LAG_STEPS` step lengths, 2 s at least): a
+        snapshot then waits, since its drain would wait for that step (a frozen node's
+        for the whole silence, with no progress meanwhile)."""
+        late = time.perf_counter() - max(2.0, LAG_STEPS * self.step)
+        return any(slot.running and slot.heard < late for slot in self.slots)
+
     def _check_silence(self) -> None:
         """A :class:`WorkerSilent` if a worker with a step running has not answered for
         the silence that makes it lost."""
@@ -505,7 +527,7 @@ class Coordinator:
         answered: set[int] = set()
         deadline = time.perf_counter() + min(self.silent, PING_SECONDS)
         waiting = dict(zip(pings, range(len(pings))))
-        while waiting and time.perf_counter() < deadline and self.stop != StopReason.INTERRUPTED:
+        while waiting and time.perf_counter() < deadline:
             ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=POLL_SECONDS)
             for ref in ready:
                 i = waiting.pop(ref)

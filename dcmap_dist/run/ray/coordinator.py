@@ -49,6 +49,7 @@ CONTROL = "control"  # the coordinator's thread for halt, answered while a turn 
 PLACE_SECONDS = 60.0  # how long a new worker may take to start (Ray starts its process) before it is given up
 PING_SECONDS = 10.0  # how long a worker may take to answer whether it lives, in a recovery
 POLL_SECONDS = 0.25  # how often a wait looks whether the search was halted meanwhile
+SAVE_SECONDS = 600.0  # how long a worker may take to save, send or take back its share of a snapshot
 INTERRUPTED_SECONDS = 5.0  # a signal stopped the search: a worker that takes longer to answer is lost
 LAG_STEPS = 10  # a step running this many step lengths after its worker's last answer is late
 # what says a worker is lost: Ray's word that it died or is unreachable, a batch it made lost
@@ -139,18 +140,18 @@ class Coordinator:
             namespace="dcmap", scheduling_strategy=where, enable_task_events=False)
         return actor.remote()
 
-    def _get(self, refs: Any, seconds: float | None = None) -> Any:
+    def _get(self, refs: Any, seconds: float | None = None, step: bool = False) -> Any:
         """``ray.get`` of workers' answers, given up after ``seconds`` (the silence that
-        makes a worker lost, by default) with :class:`WorkerSilent`, and at most
+        makes a worker lost, by default) with :class:`WorkerSilent`; a ``step``'s at most
         :data:`INTERRUPTED_SECONDS` after a signal halted the search (it must end within
-        seconds)."""
+        seconds, and a step ends within a step length)."""
         seconds = self.silent if seconds is None else seconds
         pending = [refs] if isinstance(refs, ray.ObjectRef) else list(refs)
         start = time.perf_counter()
         deadline = start + seconds
         while pending:
             now = time.perf_counter()
-            if self.stop == StopReason.INTERRUPTED:
+            if step and self.stop == StopReason.INTERRUPTED:
                 deadline = min(deadline, max(self.halted, start) + INTERRUPTED_SECONDS)
             if now >= deadline:
                 raise WorkerSilent(f"a worker has not answered for {now - start:.0f} s")
@@ -247,7 +248,7 @@ class Coordinator:
             parts[holder.get(record, record % self.size)].histories[record] = histories
         for k, branch in enumerate(state.branches):
             parts[holder.get(branch.link, k % self.size)].branches.append(branch)
-        self._get([slot.actor.take_part.remote(part) for slot, part in zip(self.slots, parts)])
+        self._save_get([slot.actor.take_part.remote(part) for slot, part in zip(self.slots, parts)])
         for slot, part in zip(self.slots, parts):  # so that each worker holding branches gets a step
             slot.report = StepReport(open_branches=len(part.branches))
 
@@ -375,7 +376,7 @@ class Coordinator:
         the coordinator holds the table)."""
         slot = self.slots[i]
         refs = slot.running[0]
-        report = self._get(refs[0], max(1.0, slot.heard + self.silent - time.perf_counter()))
+        report = self._get(refs[0], max(1.0, slot.heard + self.silent - time.perf_counter()), step=True)
         slot.heard = time.perf_counter()
         slot.running.pop(0)
         slot.fed.pop(0)
@@ -444,7 +445,12 @@ class Coordinator:
         own = self.engine.export()
         own.branches += [branch for slot in self.slots for branch in slot.hand]
         return self.snapshots.take(self.slots, own, self.engine.g_min, self.iterations, self.trace, self.totals,
-                                   self._state_size(), start, self.elapsed, self._get)
+                                   self._state_size(), start, self.elapsed, self._save_get)
+
+    def _save_get(self, refs: list[Any]) -> list[Any]:
+        """Workers' answers that may take long to make or send (a share of a snapshot of
+        gigabytes, a scan of the open branches, the histories of many records)."""
+        return self._get(refs, max(self.silent, SAVE_SECONDS))
 
     def _lagging(self) -> bool:
         """Whether a running step is late (:data:`LAG_STEPS` step lengths, 2 s at least): a
@@ -500,7 +506,7 @@ class Coordinator:
             self.size = len(live)
             self._build(pickle.loads(snap.own), snap.g_min, snap.iterations, snap.trace, totals, list(snap.reports),
                         snap.inbox, snap.unheard, PLACE_SECONDS)
-            self._get([slot.actor.restore_bytes.remote(state) for slot, state in zip(self.slots, snap.workers)])
+            self._save_get([slot.actor.restore_bytes.remote(state) for slot, state in zip(self.slots, snap.workers)])
         else:  # the snapshot's state shared out anew, as a resumption on this many workers is
             self.size = len(live)
             merged = _merged(snap)
@@ -615,7 +621,7 @@ class Coordinator:
     def exact_least_bound(self) -> float:
         """The least bound over every open branch in every worker and every batch in flight."""
         self._drain()
-        bounds = self._get([slot.actor.open_bound.remote() for slot in self.slots])
+        bounds = self._save_get([slot.actor.open_bound.remote() for slot in self.slots])
         bounds += [b.bound for slot in self.slots for b in slot.hand]
         for ref in (ref for slot in self.slots for ref in slot.inbox):
             batch = self._get(ref) if isinstance(ref, ray.ObjectRef) else ref
@@ -650,8 +656,9 @@ class Coordinator:
     def _results(self) -> Results:
         self._settle_arrivals()
         if self.sharded:
-            finals = [e for e in self._get([slot.actor.final_entry.remote() for slot in self.slots]) if e is not None]
-            records = sum(self._get([slot.actor.link_records.remote() for slot in self.slots]))
+            finals = [e for e in self._save_get([slot.actor.final_entry.remote() for slot in self.slots])
+                      if e is not None]
+            records = sum(self._save_get([slot.actor.link_records.remote() for slot in self.slots]))
         else:
             found = self.engine.final_entry()
             finals = [found] if found is not None else []
@@ -698,7 +705,7 @@ class Coordinator:
         found = self.engine.lookup(records)
         # answered between the expansions of a running step, not after the steps queued there
         calls = [slot.actor.lookup.options(concurrency_group=LOOKUPS).remote(records) for slot in self.slots]
-        for part in self._get(calls):
+        for part in self._save_get(calls):
             found.update(part)
         return found
 
@@ -723,14 +730,14 @@ def _merged(snap: Snapshot) -> SearchState:
         merged.arrivals += state.arrivals
         merged.entries.update(state.entries)
         histories.update(state.histories.items())
-        merged.dominated |= set(state.dominated)
+        merged.dominated.update(state.dominated)
     merged.histories = histories
     for batches in snap.inbox:
         for batch in batches:
             if batch:
                 merged.arrivals += unpacked(batch)
     for notices in snap.unheard:
-        merged.dominated |= set(notices)
+        merged.dominated.update(notices)
     return merged
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ... import env
+from ...env import number
 from ...cost.base import CostModel
 from ...limits import Limits, StepEnd, StopReason
 from ...model.network import Network
@@ -42,7 +42,7 @@ class WorkerLostWarning(UserWarning):
 def _silent_steps() -> float:
     from .steps import SILENT_STEPS
 
-    return env.number(SILENT_STEPS_VARIABLE, SILENT_STEPS, 1e6, "step lengths")
+    return number(SILENT_STEPS_VARIABLE, SILENT_STEPS, 1e6, "step lengths")
 
 
 @dataclass(frozen=True, kw_only=True)

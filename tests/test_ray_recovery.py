@@ -83,3 +83,27 @@ def test_the_snapshot_interval_follows_the_measured_cost():
     snaps.took, snaps.size = 0.2, 100_000  # 20 x 0.2 s x 5
     assert snaps.interval(100.0, 500_000) == pytest.approx(20.0)
     assert Snapshots(None).due(1e9, 1) is False
+
+
+def test_what_ends_on_the_lost_ray_path():
+    """The driver ends a search as a lost Ray (exit 5, the best result and a checkpoint of
+    the last snapshot) for WorkersLost and Ray's own errors, also when they come wrapped
+    in the coordinator's task error (before, a worker's RayActorError raised in the
+    coordinator was an internal error); a user cost's error or a bug stays an error."""
+    import ray
+
+    from dcmap_dist.run.ray.coordinator import WorkerSilent
+    from dcmap_dist.run.ray.driver import is_lost
+    from dcmap_dist.run.ray.protocol import WorkersLost
+
+    def wrapped(cause: Exception) -> ray.exceptions.RayTaskError:
+        return ray.exceptions.RayTaskError("Coordinator.advance", "traceback", cause)
+
+    assert is_lost(WorkersLost("every worker was lost"))
+    assert is_lost(wrapped(WorkersLost("every worker was lost")))
+    assert is_lost(wrapped(ray.exceptions.ActorDiedError()))
+    assert is_lost(wrapped(WorkerSilent("a worker has not answered for 20 s")))
+    assert is_lost(ray.exceptions.ActorDiedError())
+    assert not is_lost(wrapped(ValueError("a user's cost failed")))
+    assert not is_lost(wrapped(wrapped(ValueError("a user's cost failed, in a worker"))))
+    assert not is_lost(ValueError("a bug"))

@@ -531,9 +531,12 @@ class Coordinator:
         # wait for batches that a lost worker made (and that are lost with it)
         pings = [actor.pid.options(concurrency_group=LOOKUPS).remote() for actor in self.actors]
         answered: set[int] = set()
-        deadline = time.perf_counter() + min(self.silent, PING_SECONDS)
+        start = time.perf_counter()
+        deadline = start + min(self.silent, PING_SECONDS)
         waiting = dict(zip(pings, range(len(pings))))
         while waiting and time.perf_counter() < deadline:
+            if self.stop == StopReason.INTERRUPTED:  # a live worker answers at once: no need for long
+                deadline = min(deadline, max(self.halted, start) + INTERRUPTED_SECONDS)
             ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=POLL_SECONDS)
             for ref in ready:
                 i = waiting.pop(ref)

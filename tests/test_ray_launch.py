@@ -84,18 +84,46 @@ def test_ray_submit_solves_asia_with_two_workers_and_leaves_other_rays_alone() -
     with tempfile.TemporaryDirectory(prefix="dcmap-", dir="/tmp") as name:  # short: Ray's socket paths go in it
         work = Path(name)
         result = work / "result.json"
-        with bystander_ray(work) as (pids, address):
+        with bystander_ray(work) as (pids, address, env):
             run([*ISOLATED, sys.executable, __file__, work])
             alive = [pid for pid in pids if pid in processes()]
             assert alive == pids, f"ray up or down stopped a Ray they did not start: {sorted(set(pids) - set(alive))}"
             answer = subprocess.run([sys.executable, "-c", f"import ray; ray.init(address={address!r}); "
                                      "print(ray.get(ray.remote(lambda: 42).remote()))"],
-                                    capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+                                    capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120, env=env)
             assert answer.stdout.strip().endswith("42"), answer.stderr[-2000:]
         solved = json.loads(result.read_text())
         assert math.isclose(solved["optimal_cost"], 68.8, rel_tol=1e-9), solved["optimal_cost"]
         assert solved["proven_optimal"] is True
         assert solved["solution_count"] == 38
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_address_to_a_cluster_with_a_token_needs_the_token_and_says_so(tmp_path) -> None:
+    """A head in Ray's token mode (``ray start --head`` with ``RAY_AUTH_MODE=token`` and
+    ``RAY_AUTH_TOKEN_PATH``): ``dcmap solve --address`` without the token says the
+    cluster requires one and how to give it (exit 2, within seconds); with the same two
+    variables it solves asia on two workers there. Nothing here depends on the
+    environment the tests were started in, nor on ``~/.ray`` (a home of its own)."""
+    with tempfile.TemporaryDirectory(prefix="dcmap-", dir="/tmp") as name:
+        work = Path(name)
+        with bystander_ray(work) as (_, address, env):
+            home = work / "home"
+            home.mkdir()
+            plain = {key: value for key, value in env.items() if not key.startswith("RAY_AUTH")}
+            dcmap = [str(BIN / "dcmap"), "solve", "asia", "--workers", "2", "--address", address, "-q"]
+            started = time.monotonic()
+            refused = subprocess.run(dcmap, env={**plain, "HOME": str(home)}, capture_output=True, text=True,
+                                     stdin=subprocess.DEVNULL, timeout=300)
+            assert refused.returncode == 2, refused.stderr[-2000:]
+            assert "requires an authentication token" in refused.stderr and "RAY_AUTH_TOKEN" in refused.stderr
+            assert time.monotonic() - started < 60
+            out = tmp_path / "asia.json"
+            solved = subprocess.run([*dcmap, "-o", str(out)], env={**env, "HOME": str(home)}, capture_output=True,
+                                    text=True, stdin=subprocess.DEVNULL, timeout=300)
+            assert solved.returncode == 0, solved.stderr[-2000:]
+            assert math.isclose(json.loads(out.read_text())["optimal_cost"], 68.8, rel_tol=1e-9)
 
 
 def launch(work: Path) -> None:
@@ -109,21 +137,35 @@ def launch(work: Path) -> None:
                  "asia", "--workers", "2", "--output", work / "result.json"], env)
 
 
+def bystander_environment(folder: Path) -> dict[str, str]:
+    """The environment of the bystander Ray and of what talks to it: Ray's token mode with
+    a token of its own, whatever the environment the test was started in. This Ray
+    makes ``~/.ray/auth_token`` at any local start, and a head started afterwards then
+    requires it: the check that the bystander still answers passed in the whole suite
+    only because an earlier test's ``ray.init`` had set ``RAY_AUTH_MODE=token`` in this
+    process (issue 50)."""
+    token = folder / "token"
+    token.write_text(secrets.token_hex(32))
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_AUTH")}
+    return {**env, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+
+
 @contextmanager
-def bystander_ray(work: Path) -> Iterator[tuple[list[int], str]]:
+def bystander_ray(work: Path) -> Iterator[tuple[list[int], str, dict[str, str]]]:
     """A Ray head started with ``ray start --head`` outside the launch (a user's Ray):
-    its process ids and address; stopped by those ids afterwards."""
+    its process ids, its address and the environment to reach it with (its token);
+    stopped by those ids afterwards."""
     folder = work / "by"
     folder.mkdir()
     port = free_port()
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    env = bystander_environment(folder)
     before = set(processes())
     try:
         run([RAY, "start", "--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
              f"--temp-dir={folder}", "--disable-usage-stats"], env)
         pids = sorted(pid for pid, (_, _, args) in processes().items() if pid not in before and str(folder) in args)
         assert pids, "ray start --head started no process that names its folder"
-        yield pids, f"127.0.0.1:{port}"
+        yield pids, f"127.0.0.1:{port}", env
     finally:
         stop_processes([pid for pid, (_, _, args) in processes().items() if pid not in before and str(folder) in args])
 

@@ -145,7 +145,8 @@ def _run_options(parser: argparse.ArgumentParser, resuming: bool = False) -> Non
                              "(default) or on the coordinator (the brief's design; it does several times the "
                              "work: docs/distributed.md)")
     parser.add_argument("--snapshot-every", type=_POSITIVE, default=30.0, metavar="S",
-                        help="with --workers: snapshot every S s at least, to recover a lost worker (30)")
+                        help="with --workers: snapshot every S s at least (and every 10%% of the run), to "
+                             "recover a lost worker (30)")
     if not resuming:
         parser.add_argument("--checkpoint", metavar="DIR",
                             help="write checkpoints (Arrow tables) to DIR, to resume with 'dcmap resume DIR'")

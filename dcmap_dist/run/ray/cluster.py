@@ -16,10 +16,11 @@ from typing import Any
 
 import ray
 import ray.cloudpickle
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ...cost.base import CostModel
 from ...faults import EnvironmentFault
-from .coordinator import Coordinator
+from .coordinator import CONTROL, Coordinator
 
 __all__ = ["REACH_SECONDS", "check_workers", "connect", "disconnect", "disconnect_behind", "forget_pool",
            "pooled_coordinator", "ship_by_value"]
@@ -31,7 +32,7 @@ _pool: dict[tuple[int, float], Any] = {}  # the live coordinator (one at a time)
 
 def pooled_coordinator(workers: int) -> Any:
     """A coordinator with ``workers`` live workers, reused across the searches of one Ray
-    session. Only one pool lives at a time: another size replaces it (its workers
+    session, on this (the driver's) node. Only one pool lives at a time: another size replaces it (its workers
     die with their coordinator), so pools never wait on each other's CPUs."""
     total = ray.cluster_resources().get("CPU", 1.0)
     cpus = min(1.0, total / (workers + 1))
@@ -42,7 +43,11 @@ def pooled_coordinator(workers: int) -> Any:
     for old in _pool.values():
         ray.kill(old)
     _pool.clear()
-    handle = _pool[key] = ray.remote(Coordinator).options(num_cpus=0, enable_task_events=False).remote(workers, cpus)
+    # on the driver's node: a lost node takes workers, never the coordinator and its snapshots;
+    # a thread of its own for halt, which then reaches it during a turn or a recovery
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    handle = _pool[key] = ray.remote(concurrency_groups={CONTROL: 1})(Coordinator).options(
+        num_cpus=0, enable_task_events=False, scheduling_strategy=here).remote(workers, cpus)
     return handle
 
 
@@ -63,6 +68,7 @@ def connect(address: str | None, workers: int) -> bool:
         check_workers(workers, len(os.sched_getaffinity(0)), "this machine")
     elif address != "auto":
         _check_reachable(address)
+        _check_token(address)
     handlers = {}
     if threading.current_thread() is threading.main_thread():  # Ray replaces SIGTERM's handler
         handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -75,9 +81,7 @@ def connect(address: str | None, workers: int) -> bool:
                      log_to_driver=False, configure_logging=False, **cpus)
     except Exception as exc:
         if _unauthenticated(exc):
-            raise ValueError(f"--address {address}: the Ray cluster there requires an authentication token, and "
-                             "this process has none or a wrong one: set RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH, "
-                             "a file holding it) to the cluster's token, as for 'ray status'") from None
+            raise _token_needed(address) from None
         if isinstance(exc, ConnectionError):
             raise ValueError(f"--address {address}: no Ray cluster answers there ({exc})") from None
         if not _timed_out(exc):
@@ -98,6 +102,26 @@ def connect(address: str | None, workers: int) -> bool:
             ray.shutdown()
             raise
     return True
+
+
+def _token_needed(address: str) -> ValueError:
+    return ValueError(f"--address {address}: the Ray cluster there requires an authentication token, and this "
+                      "process has none or a wrong one: set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or "
+                      "RAY_AUTH_TOKEN_PATH, a file holding it) to the cluster's token, as for 'ray status' "
+                      "(docs/distributed.md, \"Authentication\")")
+
+
+def _check_token(address: str) -> None:
+    """A ValueError at once when the cluster at ``address`` refuses this process for want
+    of its token: ``ray.init`` would retry for 20 s, printing "Unauthenticated", and then
+    say that no cluster answers there (issue 50). Ray's own client to the cluster's
+    control store answers in milliseconds either way; anything else it says is left to
+    ``ray.init``."""
+    try:
+        ray._raylet.GcsClient(address=address)
+    except Exception as exc:  # noqa: BLE001 - only a refusal for the token is decided here
+        if _unauthenticated(exc):
+            raise _token_needed(address) from None
 
 
 def _unauthenticated(exc: Exception) -> bool:

@@ -2,7 +2,18 @@
 design): it owns the workers (a :class:`~.steps.WorkerSlot` each), ``G_min``, the
 counters, the trace, termination, the snapshots from which a lost worker is recovered
 (:class:`~.snapshots.Snapshots`) and, with ``link_table="coordinator"``, the link table
-(in its own engine, which also keeps ``G_min``)."""
+(in its own engine, which also keeps ``G_min``).
+
+The coordinator runs on the driver's node (:func:`.cluster.pooled_coordinator`), and
+keeps its snapshots there: a lost node takes workers, never the means to recover them.
+A worker is lost when Ray says it died or when it has not answered for
+``silent_steps`` steps of 0.1 s (a frozen node, a cut network: :func:`.steps.silence`). Recovery
+(:meth:`Coordinator._recover`) starts replacements only on nodes Ray reports alive
+with a CPU free, waits for them for :data:`PLACE_SECONDS` at most, and goes on with
+fewer workers when none can be placed (the snapshot's state shared out anew over the
+workers left, as a resumption on another number of workers is); when no worker is
+left, or the recovery itself fails, it raises :class:`~.protocol.WorkersLost`, which the
+driver ends as a lost Ray."""
 
 from __future__ import annotations
 
@@ -13,6 +24,8 @@ from dataclasses import replace
 from typing import Any
 
 import ray
+import ray.cloudpickle
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ...limits import Limits, StepEnd, StopReason, Stopwatch, memory_mb
 from ...progress import Progress
@@ -23,14 +36,53 @@ from ...search.histories import Histories, gather_histories
 from ...search.linking import route
 from ...search.state import Improvement, Resumption, SearchState
 from .protocol import (Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepOrder, StepReport, Totals,
-                       TurnReport)
+                       TurnReport, WorkersLost)
 from .snapshots import Snapshots
-from .steps import BOUND_SECONDS, QUEUED_STEPS, STEP_SECONDS, WorkerSlot, deal, iteration_caps
+from .steps import (BOUND_SECONDS, QUEUED_STEPS, SILENT_STEPS, WorkerSlot, deal, iteration_caps, silence,
+                    step_seconds)
 from .worker import Worker, by_value
 
-__all__ = ["Coordinator", "LOOKUPS"]
+__all__ = ["CONTROL", "Coordinator", "LOOKUPS", "PING_SECONDS", "PLACE_SECONDS", "WorkerSilent"]
 
 LOOKUPS = "lookups"  # a worker's thread for history lookups (improvements' mappings while the search runs)
+CONTROL = "control"  # the coordinator's thread for halt, answered while a turn or a recovery runs
+PLACE_SECONDS = 60.0  # how long a new worker may take to start (Ray starts its process) before it is given up
+PING_SECONDS = 10.0  # how long a worker may take to answer whether it lives, in a recovery
+POLL_SECONDS = 0.25  # how often a wait looks whether the search was halted meanwhile
+SAVE_SECONDS = 600.0  # how long a worker may take to save, send or take back its share of a snapshot
+INTERRUPTED_SECONDS = 5.0  # a signal stopped the search: a worker that takes longer to answer is lost
+LAG_STEPS = 10  # a step running this many step lengths after its worker's last answer is late
+# what says a worker is lost: Ray's word that it died or is unreachable, a batch it made lost
+# with its node (a step that takes it fails), or no answer in time (WorkerSilent)
+LOST = (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError)
+
+
+class WorkerSilent(ray.exceptions.RayActorError):
+    """A worker has not answered within its time (a frozen node, a cut network): it is
+    treated as lost, as a dead one is."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(error_msg=what)
+        self.what = what
+
+    def __str__(self) -> str:
+        return self.what
+
+
+class PlacedWorker(Worker):
+    """A worker that can say on which node it runs (a recovery avoids the nodes of lost
+    workers), and hands its share of a snapshot over as bytes: the coordinator keeps
+    them as they come, without building the objects (a snapshot of water's state took
+    0.4 s when the coordinator unpickled it)."""
+
+    def node(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    def snapshot_bytes(self) -> bytes:
+        return ray.cloudpickle.dumps(self.snapshot()[1], protocol=5)
+
+    def restore_bytes(self, data: bytes) -> None:
+        self.restore(pickle.loads(data))
 
 
 class Coordinator:
@@ -42,11 +94,20 @@ class Coordinator:
     :meth:`begin`'s."""
 
     def __init__(self, workers: int, cpus_per_worker: float) -> None:
+        self.requested = workers  # the workers asked for; self.size are those that search
         self.size = workers
         self.cpus = cpus_per_worker
         self.run_id = uuid.uuid4().hex[:8]
         self.spawned = 0
         self.actors = [self._spawn() for _ in range(workers)]
+        self.nodes: list[str | None] = [None] * workers  # each actor's node, once it answered
+        self.step = step_seconds(workers)
+        self.silent = silence(SILENT_STEPS, workers)  # seconds without an answer after which a worker is lost
+        self.placing = PLACE_SECONDS  # the first load waits this long for the workers to start
+        self.until = 0.0  # when the current turn ends (perf_counter)
+        self.notes: list[str] = []  # what the recoveries since the last turn did (for the driver)
+        self.freed: list[str] = []  # nodes of live workers a recovery started anew (a CPU each)
+        self.halted = 0.0  # when the search was last halted (perf_counter)
         # one search's (begin)
         self.spec: SearchSpec | None = None
         self.options: RayOptions | None = None
@@ -68,12 +129,34 @@ class Coordinator:
         self.trace: list[Improvement] = []
         self.totals = Totals()
 
-    def _spawn(self) -> Any:
+    def _spawn(self, node: str | None = None) -> Any:
+        """A new worker actor: spread over the cluster's nodes, or on ``node`` (failing
+        at once if that node is gone)."""
         self.spawned += 1
-        actor = ray.remote(concurrency_groups={LOOKUPS: 1})(Worker).options(
+        where = "SPREAD" if node is None else NodeAffinitySchedulingStrategy(node, soft=False,
+                                                                              _fail_on_unavailable=True)
+        actor = ray.remote(concurrency_groups={LOOKUPS: 1})(PlacedWorker).options(
             num_cpus=self.cpus, max_restarts=0, name=f"dcmap-worker-{self.run_id}-{self.spawned}",
-            namespace="dcmap", scheduling_strategy="SPREAD", enable_task_events=False)
+            namespace="dcmap", scheduling_strategy=where, enable_task_events=False)
         return actor.remote()
+
+    def _get(self, refs: Any, seconds: float | None = None, step: bool = False) -> Any:
+        """``ray.get`` of workers' answers, given up after ``seconds`` (the silence that
+        makes a worker lost, by default) with :class:`WorkerSilent`; a ``step``'s at most
+        :data:`INTERRUPTED_SECONDS` after a signal halted the search (it must end within
+        seconds, and a step ends within a step length)."""
+        seconds = self.silent if seconds is None else seconds
+        pending = [refs] if isinstance(refs, ray.ObjectRef) else list(refs)
+        start = time.perf_counter()
+        deadline = start + seconds
+        while pending:
+            now = time.perf_counter()
+            if step and self.stop == StopReason.INTERRUPTED:
+                deadline = min(deadline, max(self.halted, start) + INTERRUPTED_SECONDS)
+            if now >= deadline:
+                raise WorkerSilent(f"a worker has not answered for {now - start:.0f} s")
+            _, pending = ray.wait(pending, num_returns=len(pending), timeout=min(POLL_SECONDS, deadline - now))
+        return ray.get(refs)
 
     # -- one search -------------------------------------------------------------
     def begin(self, spec: SearchSpec, options: RayOptions, limits: Limits, g_min: float,
@@ -82,6 +165,14 @@ class Coordinator:
         state it was checkpointed in (``resume``)."""
         self.spec, self.options = spec, options
         self.sharded = options.link_table == "sharded"
+        self.silent = silence(options.silent_steps, self.requested)
+        self.notes = []
+        if len(self.actors) < self.requested:  # lost in an earlier search of this pool: try again
+            self.actors += self._replace(self.requested - len(self.actors), set())
+            self.size = len(self.actors)
+            if not self.actors:
+                raise WorkersLost("no worker is left from the last search, and no live node has a CPU free "
+                                  "for one")
         self.watch = Stopwatch(limits, every=1, memory=self._memory)  # memory: of every process together
         self.depth = QUEUED_STEPS if limits.max_iterations is None else 1
         self.cpu = time.process_time()
@@ -93,7 +184,8 @@ class Coordinator:
         self.snapshots = Snapshots(options.snapshot_every)
         empty = [[] for _ in range(self.size)]
         self._build(SearchState(), g_min, resume.iterations if resume else 0, list(resume.trace) if resume else [],
-                    Totals(), [StepReport() for _ in range(self.size)], empty, empty)
+                    Totals(), [StepReport() for _ in range(self.size)], empty, empty, self.placing)
+        self.placing = PING_SECONDS  # the next searches' workers are running already
         root = self.engine.problem.root()
         self.root_bound = root.bound
         if resume is None:
@@ -104,11 +196,13 @@ class Coordinator:
             self._take_snapshot()
 
     def _build(self, own: SearchState, g_min: float, iterations: int, trace: list[Improvement], totals: Totals,
-               reports: list[StepReport], inbox: list[list[Any]], unheard: list[list[int]]) -> None:
+               reports: list[StepReport], inbox: list[list[Any]], unheard: list[list[int]],
+               seconds: float | None = None) -> None:
         """The coordinator's state of a search (at its beginning, or rolled back to a
         snapshot): its engine holding ``own`` share, a new search in every worker, a slot
         per worker with its last ``reports``, its ``inbox`` and the notices it has not
-        heard, and the counters."""
+        heard, and the counters. The workers have ``seconds`` to answer (default: the
+        silence that makes one lost)."""
         spec = self.spec
         self.engine = new_engine(spec.problem(), 0.0, 0, None if self.sharded else self.owners, notify=True)
         self.owners += 1
@@ -117,7 +211,8 @@ class Coordinator:
         for i, actor in enumerate(self.actors):
             loads.append(actor.load.remote(spec, i, self.sharded, self.size, self.owners))
             self.owners += 1
-        ray.get(loads)
+        self._get(loads, seconds)
+        self.nodes = self._get([actor.node.remote() for actor in self.actors], seconds)
         self.slots = [WorkerSlot(actor, report, inbox=list(batches), unheard=list(notices))
                       for actor, report, batches, notices in zip(self.actors, reports, inbox, unheard)]
         self.iterations = iterations
@@ -154,7 +249,7 @@ class Coordinator:
             parts[holder.get(record, record % self.size)].histories[record] = histories
         for k, branch in enumerate(state.branches):
             parts[holder.get(branch.link, k % self.size)].branches.append(branch)
-        ray.get([slot.actor.take_part.remote(part) for slot, part in zip(self.slots, parts)])
+        self._save_get([slot.actor.take_part.remote(part) for slot, part in zip(self.slots, parts)])
         for slot, part in zip(self.slots, parts):  # so that each worker holding branches gets a step
             slot.report = StepReport(open_branches=len(part.branches))
 
@@ -163,14 +258,16 @@ class Coordinator:
         return self.before + self.watch.elapsed()
 
     def halt(self, reason: StopReason) -> None:
-        """Stop the search (e.g. ``interrupted``) before the next step."""
+        """Stop the search (e.g. ``interrupted``) before the next step (called in the
+        ``control`` thread, also while a turn or a recovery runs)."""
+        self.halted = time.perf_counter()
         self.stop = self.stop or reason
 
     def advance(self, seconds: float, reserve: float = 0.0) -> TurnReport:
         """Run the workers for about ``seconds``, stopping ``reserve`` seconds before the
         time limit (the final checkpoint's write); then where the search stands."""
         self.watch.reserve = reserve
-        until = time.perf_counter() + seconds
+        self.until = until = time.perf_counter() + seconds
         while self.stop is None and time.perf_counter() < until:
             reason = self.watch.check(self.iterations)
             if reason:
@@ -178,16 +275,19 @@ class Coordinator:
                 break
             try:
                 self._turn()
-                if self.stop is None and self.snapshots.due(self.elapsed(), self._state_size()):
+                if self.stop is None and not self._lagging() and self.snapshots.due(self.elapsed(),
+                                                                                     self._state_size()):
                     self._take_snapshot()
-            except ray.exceptions.RayActorError:
-                self._recover()
+            except LOST as lost:
+                self._recover(lost)
         if self.stop is not None:
             try:
                 self._drain()
-            except ray.exceptions.RayActorError:  # a worker died in its last step: back to the snapshot
-                self._recover()
-        return TurnReport(done=self.stop is not None, progress=self.progress(), trace=list(self.trace))
+            except LOST as lost:  # a worker died in its last step: back to the snapshot
+                self._recover(lost)
+        notes, self.notes = self.notes, []
+        return TurnReport(done=self.stop is not None, progress=self.progress(), trace=list(self.trace),
+                          recoveries=notes)
 
     def _memory(self) -> float:
         """The memory of the search's processes together, the coordinator's own (which
@@ -208,7 +308,13 @@ class Coordinator:
         running = {slot.running[0][0]: i for i, slot in enumerate(self.slots) if slot.running}
         self.totals.coordinator_busy += time.perf_counter() - busy
         if running:
-            ready, rest = ray.wait(list(running), num_returns=1)
+            # waits no longer than the turn, nor past the moment a worker would count as lost
+            lost_at = min(self.slots[i].heard for i in running.values()) + self.silent
+            ready, rest = ray.wait(list(running), num_returns=1,
+                                   timeout=max(0.0, min(self.until, lost_at) - time.perf_counter()))
+            if not ready:
+                self._check_silence()
+                return
             if rest:
                 ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
             busy = time.perf_counter()
@@ -239,18 +345,21 @@ class Coordinator:
         has not heard, and at most ``allowance`` expansions (None: no limit)."""
         destinations = self.size if self.sharded else 1
         now = time.perf_counter()
+        if not slot.running:  # it has been idle: its silence counts from now
+            slot.heard = now
         bound = now >= slot.next_bound  # its least bound for progress, now and then
         if bound:
             slot.next_bound = now + BOUND_SECONDS
         own = slot.report.iterations
         order = StepOrder(g_min=self.engine.g_min, notices=slot.unheard, branches=slot.hand,
                           iterations=self.iterations, local_iterations=own, elapsed=self.elapsed(),
-                          seconds=STEP_SECONDS, limits=self.watch.remaining(),
+                          seconds=self.step, limits=self.watch.remaining(),
                           max_iterations=None if allowance is None else own + allowance,
                           destinations=destinations, bound=bound)
         slot.running.append(slot.actor.step.options(num_returns=1 + destinations).remote(order, *slot.inbox))
+        slot.fed.append(slot.sources)
         slot.reserved = allowance or 0
-        slot.inbox, slot.hand, slot.unheard = [], [], []
+        slot.inbox, slot.hand, slot.unheard, slot.sources = [], [], [], set()
 
     def _settle_arrivals(self) -> None:
         """Have every worker settle the batches waiting for it, expanding nothing: a
@@ -268,8 +377,10 @@ class Coordinator:
         the coordinator holds the table)."""
         slot = self.slots[i]
         refs = slot.running[0]
-        report = ray.get(refs[0])
+        report = self._get(refs[0], max(1.0, slot.heard + self.silent - time.perf_counter()), step=True)
+        slot.heard = time.perf_counter()
         slot.running.pop(0)
+        slot.fed.pop(0)
         slot.reserved = 0
         if report.least_bound is None:  # not asked this step: keep the last one known
             report.least_bound = slot.report.least_bound
@@ -290,13 +401,14 @@ class Coordinator:
             if count:
                 if self.sharded:
                     self.slots[j].inbox.append(refs[1 + j])
+                    self.slots[j].sources.add(i)
                 else:
                     arrivals.append(refs[1 + j])
         if report.stop not in (StepEnd.IDLE, StepEnd.BUDGET, StopReason.MAX_ITERATIONS):
             self.stop = report.stop
         if arrivals:
             self.engine.place(self.iterations, self.elapsed())
-            for batch in ray.get(arrivals):
+            for batch in self._get(arrivals):
                 self.engine.receive_batch(batch)
             self.trace.extend(self.engine.take_improvements())
             self._notify(self.engine.take_notices())
@@ -334,42 +446,172 @@ class Coordinator:
         own = self.engine.export()
         own.branches += [branch for slot in self.slots for branch in slot.hand]
         return self.snapshots.take(self.slots, own, self.engine.g_min, self.iterations, self.trace, self.totals,
-                                   self._state_size(), start, self.elapsed)
+                                   self._state_size(), start, self.elapsed, self._save_get)
 
-    def _recover(self) -> None:
-        """A worker died: replace every dead worker and roll all of them back to the
-        latest snapshot (the dealt branches are back in the coordinator's share)."""
+    def _save_get(self, refs: list[Any]) -> list[Any]:
+        """Workers' answers that may take long to make or send (a share of a snapshot of
+        gigabytes, a scan of the open branches, the histories of many records)."""
+        return self._get(refs, max(self.silent, SAVE_SECONDS))
+
+    def _lagging(self) -> bool:
+        """Whether a running step is late (:data:`LAG_STEPS` step lengths, 2 s at least): a
+        snapshot then waits, since its drain would wait for that step (a frozen node's
+        for the whole silence, with no progress meanwhile)."""
+        late = time.perf_counter() - max(2.0, LAG_STEPS * self.step)
+        return any(slot.running and slot.heard < late for slot in self.slots)
+
+    def _check_silence(self) -> None:
+        """A :class:`WorkerSilent` if a worker with a step running has not answered for
+        the silence that makes it lost."""
+        now = time.perf_counter()
+        for slot in self.slots:
+            if slot.running and now - slot.heard >= self.silent:
+                raise WorkerSilent(f"a worker has not answered for {now - slot.heard:.0f} s")
+
+    def _recover(self, lost: Exception | None = None) -> None:
+        """A worker was lost (``lost``: what said so): roll every worker back to the
+        latest snapshot, on the workers that live and replacements placed on live
+        nodes, or on fewer workers when no CPU is left for one. Anything that fails
+        meanwhile (another worker lost, Ray itself) ends in :class:`WorkersLost`."""
         snap = self.snapshots.latest
         if snap is None:
-            raise RuntimeError("a worker died and no snapshot was taken (snapshots are off), so the search "
-                               "cannot go on exactly")
-        alive = []
-        for actor in self.actors:
+            raise WorkersLost(f"a worker was lost ({_said(lost)}) and no snapshot was taken (snapshots are off), "
+                              "so the search cannot go on exactly")
+        for attempt in range(3):  # a node lost takes its workers one after another
             try:
-                ray.get(actor.pid.remote(), timeout=30)
-                alive.append(actor)
-            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-                ray.kill(actor, no_restart=True)
-                alive.append(self._spawn())
-        self.actors = alive
-        self._build(pickle.loads(snap.own), snap.g_min, snap.iterations, snap.trace,
-                    replace(snap.totals, recoveries=snap.totals.recoveries + 1), list(snap.reports), snap.inbox,
-                    snap.unheard)
-        ray.get([slot.actor.restore.remote(state) for slot, state in zip(self.slots, snap.workers)])
+                self._recover_to(snap, lost)
+                return
+            except LOST as again:
+                lost = again
+            except WorkersLost:
+                raise
+            except Exception as exc:  # noqa: BLE001 - Ray's own failures: the lost-Ray path, not a bug report
+                raise WorkersLost(f"the recovery from a lost worker failed: {_said(exc)}") from exc
+        raise WorkersLost(f"workers went on being lost during the recovery ({_said(lost)})")
+
+    def _recover_to(self, snap: Snapshot, lost: Exception | None) -> None:
+        started = time.perf_counter()
+        before, rolled = self.size, self.iterations - snap.iterations
+        live, suspects = self._live_actors()
+        answered, missing = len(live), self.requested - len(live)
+        if missing > 0 and self.stop != StopReason.INTERRUPTED:
+            live += self._replace(missing, suspects)
+        if not live:
+            raise WorkersLost(f"every worker was lost ({_said(lost)}) and no live node has a CPU free for another")
+        self.actors = live
+        now = self.totals  # what the recoveries and snapshots cost is not undone
+        totals = replace(snap.totals, recoveries=now.recoveries + 1, rolled_back=now.rolled_back + rolled,
+                         coordinator_busy=now.coordinator_busy, snapshots=now.snapshots,
+                         snapshot_seconds=now.snapshot_seconds, snapshot_longest=now.snapshot_longest)
+        if len(live) == len(snap.workers):  # as many workers as the snapshot's: each takes its own share back
+            self.size = len(live)
+            self._build(pickle.loads(snap.own), snap.g_min, snap.iterations, snap.trace, totals, list(snap.reports),
+                        snap.inbox, snap.unheard, PLACE_SECONDS)
+            self._save_get([slot.actor.restore_bytes.remote(state) for slot, state in zip(self.slots, snap.workers)])
+        else:  # the snapshot's state shared out anew, as a resumption on this many workers is
+            self.size = len(live)
+            merged = _merged(snap, self.engine.problem.topo.n)
+            empty = [[] for _ in range(self.size)]
+            self._build(SearchState(), snap.g_min, snap.iterations, snap.trace, totals,
+                        [StepReport() for _ in range(self.size)], empty, empty, PLACE_SECONDS)
+            self._distribute(merged)
         if self.stop == StopReason.FINISHED:  # a snapshot is never of a finished search: it goes on
             self.stop = None
+        self.notes.append(
+            f"a worker was lost ({_said(lost)}); the search went back to its snapshot at iteration "
+            f"{snap.iterations:,} ({rolled:,} iterations to do again) and goes on with {self.size} workers"
+            f"{'' if self.size == before else f' (was {before})'}: {answered} went on, {len(live) - answered} "
+            f"started of {missing} missing; the recovery took {time.perf_counter() - started:.1f} s")
+
+    def _live_actors(self) -> tuple[list[Any], set[str]]:
+        """The workers that answer within :data:`PING_SECONDS` (the others are killed), and
+        the suspect nodes: those of workers that did not answer, where none did, other
+        than this one (Ray may report a lost node alive, with its CPUs free, for many
+        seconds: no replacement is placed there)."""
+        # in the lookups thread: a live worker answers at once, even while its queued steps
+        # wait for batches that a lost worker made (and that are lost with it)
+        pings = [actor.pid.options(concurrency_group=LOOKUPS).remote() for actor in self.actors]
+        answered: set[int] = set()
+        start = time.perf_counter()
+        deadline = start + min(self.silent, PING_SECONDS)
+        waiting = dict(zip(pings, range(len(pings))))
+        while waiting and time.perf_counter() < deadline:
+            if self.stop == StopReason.INTERRUPTED:  # a live worker answers at once: no need for long
+                deadline = min(deadline, max(self.halted, start) + INTERRUPTED_SECONDS)
+            ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=POLL_SECONDS)
+            for ref in ready:
+                i = waiting.pop(ref)
+                try:
+                    ray.get(ref)
+                    answered.add(i)
+                except ray.exceptions.RayError:
+                    pass
+        # a live worker whose steps take a lost worker's batches would wait for them until Ray
+        # gives them up (for as long as Ray takes to notice a lost node): it is started anew
+        fed = [set().union(*slot.fed) for slot in self.slots] if len(self.slots) == len(self.actors) else None
+        silent = set(range(len(self.actors))) - answered
+        live, suspects, sound, self.freed = [], set(), {ray.get_runtime_context().get_node_id()}, []
+        for i, actor in enumerate(self.actors):
+            node = self.nodes[i] if i < len(self.nodes) else None
+            stuck = fed is None or bool(fed[i] & silent)
+            if i in answered and not stuck:
+                live.append(actor)
+                sound.add(node)
+            else:
+                ray.kill(actor, no_restart=True)
+                if i in answered:
+                    sound.add(node)
+                    self.freed.append(node)  # a CPU on a live node, free again
+                else:
+                    suspects.add(node)
+        self.freed = [node for node in self.freed if node is not None]
+        return live, suspects - sound - {None}
+
+    def _replace(self, wanted: int, suspects: set[str]) -> list[Any]:
+        """Up to ``wanted`` new workers, on nodes Ray reports alive with a CPU free, but
+        not on the ``suspects`` (nodes of lost workers); those not started within
+        :data:`PLACE_SECONDS` (or before the search is interrupted) are given up."""
+        spots = (self.freed + _free_spots(self.cpus, suspects))[:wanted]
+        self.freed = []
+        if not spots:
+            return []
+        started = [self._spawn(node) for node in spots]
+        pings = {actor.pid.options(concurrency_group=LOOKUPS).remote(): actor for actor in started}
+        placed = []
+        deadline = time.perf_counter() + PLACE_SECONDS
+        while pings and time.perf_counter() < deadline and self.stop != StopReason.INTERRUPTED:
+            ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=POLL_SECONDS)
+            for ref in ready:
+                actor = pings.pop(ref)
+                try:
+                    ray.get(ref)
+                    placed.append(actor)
+                except ray.exceptions.RayError:
+                    ray.kill(actor, no_restart=True)
+        for actor in pings.values():
+            ray.kill(actor, no_restart=True)
+        return placed
 
     def cut(self) -> Cut:
-        """A fresh consistent cut for a checkpoint: the snapshot's parts (Ray references
-        to each worker's state and to the batches in flight) and the counters."""
+        """A fresh consistent cut for a checkpoint: the snapshot's parts and the counters."""
         try:
-            snap = self._take_snapshot()
-        except ray.exceptions.RayActorError:  # a worker died: recover, then cut again
-            self._recover()
-            snap = self._take_snapshot()
-        return Cut(workers=list(snap.workers), inbox=[ref for refs in snap.inbox for ref in refs], own=snap.own,
-                   iterations=self.iterations, elapsed=self.elapsed(), g_min=self.engine.g_min,
-                   trace=list(self.trace), next_owner=self.owners)
+            self._take_snapshot()
+        except LOST as lost:  # a worker died: recover, then cut again
+            self._recover(lost)
+            self._take_snapshot()
+        return self.kept()
+
+    def kept(self) -> Cut | None:
+        """The latest snapshot as a checkpoint's parts (each worker's share put in this
+        node's object store, so the driver fetches one at a time), with no worker's help:
+        what is left to save when the workers are lost. None without a snapshot."""
+        snap = self.snapshots.latest
+        if snap is None:
+            return None
+        return Cut(workers=[ray.put(state) for state in snap.workers],
+                   inbox=[batch for batches in snap.inbox for batch in batches], own=snap.own,
+                   iterations=snap.iterations, elapsed=snap.elapsed, g_min=snap.g_min, trace=list(snap.trace),
+                   next_owner=self.owners)
 
     # -- reports --------------------------------------------------------------------
     def least_bound(self) -> float:
@@ -383,10 +625,10 @@ class Coordinator:
     def exact_least_bound(self) -> float:
         """The least bound over every open branch in every worker and every batch in flight."""
         self._drain()
-        bounds = ray.get([slot.actor.open_bound.remote() for slot in self.slots])
+        bounds = self._save_get([slot.actor.open_bound.remote() for slot in self.slots])
         bounds += [b.bound for slot in self.slots for b in slot.hand]
         for ref in (ref for slot in self.slots for ref in slot.inbox):
-            batch = ray.get(ref) if isinstance(ref, ray.ObjectRef) else ref
+            batch = self._get(ref) if isinstance(ref, ray.ObjectRef) else ref
             bounds.append(batches.least_bound(batch, self.engine.problem.topo.n))
         return min([*bounds, self.engine.least_bound(), self.engine.g_min])
 
@@ -411,15 +653,16 @@ class Coordinator:
         while self.stop is not None:
             try:
                 return self._results()
-            except ray.exceptions.RayActorError:
+            except LOST:
                 self._recover()
         return None
 
     def _results(self) -> Results:
         self._settle_arrivals()
         if self.sharded:
-            finals = [e for e in ray.get([slot.actor.final_entry.remote() for slot in self.slots]) if e is not None]
-            records = sum(ray.get([slot.actor.link_records.remote() for slot in self.slots]))
+            finals = [e for e in self._save_get([slot.actor.final_entry.remote() for slot in self.slots])
+                      if e is not None]
+            records = sum(self._save_get([slot.actor.link_records.remote() for slot in self.slots]))
         else:
             found = self.engine.final_entry()
             finals = [found] if found is not None else []
@@ -433,7 +676,9 @@ class Coordinator:
             coordinator_busy=totals.coordinator_busy, coordinator_cpu=time.process_time() - self.cpu,
             coordinator_memory_mb=self.coordinator_memory, sent=totals.sent, received=totals.received,
             bytes=totals.bytes, snapshots=totals.snapshots, snapshot_seconds=totals.snapshot_seconds,
-            recoveries=totals.recoveries)
+            snapshot_longest_seconds=totals.snapshot_longest,
+            recoveries=totals.recoveries, rolled_back=totals.rolled_back,
+            workers_lost=self.requested - self.size)
         return Results(
             stop=self.stop, iterations=self.iterations, trace=list(self.trace),
             final=finals[0] if finals else None,
@@ -449,7 +694,7 @@ class Coordinator:
         if rest:
             try:
                 found.update(self._lookup(rest))
-            except ray.exceptions.RayActorError:
+            except LOST:
                 self._recover()
                 found.update(self._lookup(rest))
         return found
@@ -465,6 +710,54 @@ class Coordinator:
         found = self.engine.lookup(records)
         # answered between the expansions of a running step, not after the steps queued there
         calls = [slot.actor.lookup.options(concurrency_group=LOOKUPS).remote(records) for slot in self.slots]
-        for part in ray.get(calls):
+        for part in self._save_get(calls):
             found.update(part)
         return found
+
+
+def _said(error: Exception | None) -> str:
+    """An error's first line, short."""
+    if error is None:
+        return "no answer"
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:200] if text else ''}".rstrip(": ")
+
+
+def _merged(snap: Snapshot, n: int) -> SearchState:
+    """A snapshot's whole state in one (each worker's share, the coordinator's, the
+    batches in flight as arrivals, the notices unheard as dominated records), to be
+    shared out over another number of workers (of a component of ``n`` nodes)."""
+    merged = pickle.loads(snap.own)
+    histories = dict(merged.histories.items())
+    for part in snap.workers:
+        state = pickle.loads(part).state
+        merged.branches += state.branches
+        merged.arrivals += state.arrivals
+        merged.entries.update(state.entries)
+        histories.update(state.histories.items())
+        merged.dominated.update(state.dominated)
+    merged.histories = histories
+    for inbox in snap.inbox:
+        for batch in inbox:
+            if batch:
+                merged.arrivals += batches.decode(batch, n)
+    for notices in snap.unheard:
+        merged.dominated.update(notices)
+    return merged
+
+
+def _free_spots(cpus: float, suspects: set[str]) -> list[str]:
+    """A node for each worker of ``cpus`` CPUs that the live nodes other than the
+    ``suspects`` have room for now."""
+    alive = [node["NodeID"] for node in ray.nodes() if node.get("Alive")]
+    try:  # Ray's own view of each node's free resources
+        free = ray._private.state.available_resources_per_node()
+    except Exception:  # noqa: BLE001 - another Ray layout: count on every live node's CPUs
+        free = {node["NodeID"]: node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")}
+    spots = []
+    for node in (n for n in alive if n not in suspects):
+        room = free.get(node, {}).get("CPU", 0.0)
+        while room >= cpus - 1e-9:
+            spots.append(node)
+            room -= cpus
+    return spots

@@ -31,8 +31,9 @@ search is proven; nothing can be in flight, since every batch a step sends is in
 an inbox once the coordinator has taken the step in.
 
 A lost worker loses nothing: the coordinator keeps a consistent snapshot of
-every worker's state (taken when no step runs, when the batches in flight are its
-own objects) and, if a worker dies, starts a fresh one and rolls every worker
+every worker's state (taken when no step runs, fetched to the coordinator, which runs
+on the driver's node) and, if a worker dies or stops answering, starts a fresh one on
+a live node (or goes on with fewer workers when no CPU is free) and rolls every worker
 back to the snapshot. The work since the snapshot is redone. A worker lost after the
 proof, while the coordinator gathers the results, is recovered the same way and the
 search goes on from the snapshot to a new proof; the histories of the optimal
@@ -45,13 +46,14 @@ from __future__ import annotations
 
 import math
 import pickle
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
 import ray
 
-from ...limits import Limits, StopReason, Stopwatch
+from ...limits import INTERRUPT, Limits, StopReason, Stopwatch
 from ...progress import Progress
 from ...search import batches
 from ...search.branch import Branch
@@ -63,11 +65,14 @@ from ...search.state import Improvement, Resumption, SearchState, counters, writ
 from ...search.tolerance import within
 from ..loop import Ending, Saver, Turn, drive
 from .cluster import forget_pool, pooled_coordinator, ship_by_value
-from .protocol import RayOptions, SearchSpec, TurnReport
+from .coordinator import CONTROL
+from .protocol import Cut, RayOptions, SearchSpec, TurnReport, WorkerLostWarning, WorkersLost
 
-__all__ = ["PROGRESS_SECONDS", "RaySearch", "distributed_search"]
+__all__ = ["PROGRESS_SECONDS", "RaySearch", "distributed_search", "is_lost"]
 
 PROGRESS_SECONDS = 1.0  # how often the driver hears from the coordinator
+POLL_SECONDS = 0.2  # how often the driver looks for a signal while it waits for the coordinator
+KEPT_SECONDS = 120.0  # how long the coordinator may take to hand over its last snapshot when the workers are lost
 
 
 def distributed_search(problem: Problem, alpha: float, seed: int, options: RayOptions, limits: Limits,
@@ -80,11 +85,28 @@ def distributed_search(problem: Problem, alpha: float, seed: int, options: RayOp
     (``resume``). If Ray itself is lost, the best mapping heard of (:meth:`RaySearch.lost`)."""
     search = RaySearch(problem, alpha, seed, options, limits, on_improvement, resume)
     try:
+        search.begin(options, limits, resume)
         return drive(search, saver, on_progress)
-    except ray.exceptions.RayError as exc:
-        if isinstance(exc, ray.exceptions.RayTaskError):  # an error of the search itself (a user cost's)
+    except Exception as exc:
+        if not is_lost(exc):  # an error of the search itself (a user cost's), or a bug
             raise
-        return search.lost(exc)
+        return search.lost(exc, saver)
+
+
+def is_lost(error: BaseException) -> bool:
+    """Whether ``error`` means the search's Ray, or every worker it could have, is lost
+    (the lost-Ray path: the best mapping heard of, exit code 5), rather than an error of
+    the search itself (a user cost's, raised in a worker) or a bug: a Ray error other
+    than a task's, or a task's whose cause is one of those or :class:`WorkersLost`."""
+    if isinstance(error, WorkersLost):
+        return True
+    if not isinstance(error, ray.exceptions.RayError):
+        return False
+    if isinstance(error, ray.exceptions.RayTaskError):
+        cause = getattr(error, "cause", None)
+        return isinstance(cause, WorkersLost) or (isinstance(cause, ray.exceptions.RayError)
+                                                  and not isinstance(cause, ray.exceptions.RayTaskError))
+    return True
 
 
 class RaySearch:
@@ -98,16 +120,11 @@ class RaySearch:
         self.on_improvement = on_improvement
         spec = SearchSpec(network=problem.network, graph=problem.graph, model=problem.model, scheme=problem.scheme,
                           link_key=problem.keys.kind, use_bound=problem.use_bound, alpha=alpha, seed=seed)
+        self.spec = spec
         self.first = first = resume.first if resume else incumbent(problem, Stopwatch(limits))
         ship_by_value(spec.model)
         g_min = resume.g_min if resume else first.cost
-        try:
-            self.handle = pooled_coordinator(options.workers)
-            ray.get(self.handle.begin.remote(spec, options, limits, g_min, resume))
-        except ray.exceptions.RayActorError:  # the pool died since its last search: a new one
-            forget_pool()
-            self.handle = pooled_coordinator(options.workers)
-            ray.get(self.handle.begin.remote(spec, options, limits, g_min, resume))
+        self.handle = None
         # the cost last announced: a recovery rolls the trace back, so what is new is what is
         # cheaper, not what comes after a count
         announced = _improving(list(resume.trace), first)[-1].cost if resume else math.inf
@@ -117,12 +134,25 @@ class RaySearch:
                                  rate=0.0, peak_memory_mb=0.0,
                                  link_records=len(resume.state.entries) if resume else 0, workers=options.workers)
 
+    def begin(self, options: RayOptions, limits: Limits, resume: Resumption | None) -> None:
+        """Load the search into a coordinator of the pool (a new one if the pool's died)."""
+        g_min = resume.g_min if resume else self.first.cost
+        try:
+            self.handle = pooled_coordinator(options.workers)
+            ray.get(self.handle.begin.remote(self.spec, options, limits, g_min, resume))
+        except ray.exceptions.RayActorError:  # the pool died since its last search: a new one
+            forget_pool()
+            self.handle = pooled_coordinator(options.workers)
+            ray.get(self.handle.begin.remote(self.spec, options, limits, g_min, resume))
+
     def advance(self, saver: Saver | None) -> Turn:
         """The coordinator runs the search for a while, stopping in time for the final
         checkpoint (its size judged by the last report); new improvements are announced."""
         handle, heard, first, last = self.handle, self.heard, self.first, self.progress
         reserve = saver.reserve(write_size(last.open_branches, last.link_records)) if saver is not None else 0.0
         report = _advance(handle, reserve)
+        for note in report.recoveries:
+            warnings.warn(note, WorkerLostWarning, stacklevel=2)
         fresh = [found for found in _improving(report.trace, first) if not within(heard.announced, found.cost)]
         if fresh:  # the records on the improvements' paths, in one call
             heard.known.update(ray.get(handle.paths.remote([found.trail for found in fresh
@@ -138,19 +168,21 @@ class RaySearch:
         return Turn(report.done, self.progress)
 
     def halt(self, reason: StopReason) -> None:
-        ray.get(self.handle.halt.remote(reason))
+        ray.get(self.handle.halt.options(concurrency_group=CONTROL).remote(reason))
 
     def cut(self) -> tuple[Iterator[SearchState], dict[str, Any]]:
         """A consistent cut, each worker's state fetched as the checkpoint is written."""
-        cut = ray.get(self.handle.cut.remote())
+        return self._parts(ray.get(self.handle.cut.remote()))
 
+    def _parts(self, cut: Cut) -> tuple[Iterator[SearchState], dict[str, Any]]:
         def parts() -> Iterator[SearchState]:
             for ref in cut.workers:
-                yield ray.get(ref).state
+                yield pickle.loads(ray.get(ref)).state
             yield pickle.loads(cut.own)
-            for ref in cut.inbox:  # a batch the coordinator made itself (the root's, a resumption's) is bytes
-                batch = ray.get(ref) if isinstance(ref, ray.ObjectRef) else ref
-                yield SearchState(arrivals=batches.decode(batch, self.problem.topo.n))
+            for batch in cut.inbox:  # a batch the coordinator made itself (the root's, a resumption's) is bytes
+                if batch:
+                    data = ray.get(batch) if isinstance(batch, ray.ObjectRef) else batch
+                    yield SearchState(arrivals=batches.decode(data, self.problem.topo.n))
 
         return parts(), counters(cut.iterations, cut.elapsed, cut.g_min, _improving(cut.trace, self.first),
                                  self.first, cut.next_owner)
@@ -171,11 +203,19 @@ class RaySearch:
                         statistics=results.statistics.as_dict())
         return Ending(found, self.progress)
 
-    def lost(self, error: Exception) -> SearchOutcome:
+    def lost(self, error: Exception, saver: Saver | None = None) -> SearchOutcome:
         """The outcome of a search whose Ray was lost (its node, an out-of-memory kill,
-        the coordinator): the best mapping the driver had heard of, not proven, stop
-        reason ``ray_lost``. The search's state is gone with Ray: the last checkpoint, if
-        any, is where it goes on from."""
+        the coordinator), or all of whose workers were: the best mapping the driver had
+        heard of, not proven, stop reason ``ray_lost``. With a ``saver``, a checkpoint of
+        the coordinator's last snapshot if the coordinator still answers; else the last
+        checkpoint, if any, is where the search goes on from."""
+        if saver is not None and self.handle is not None:
+            try:
+                kept = ray.get(self.handle.kept.remote(), timeout=KEPT_SECONDS)
+                if kept is not None:
+                    saver.save(*self._parts(kept))
+            except ray.exceptions.RayError:
+                pass  # the coordinator is gone too
         first, heard, last = self.first, self.heard, self.progress
         trail, cost = heard.best
         try:
@@ -183,6 +223,9 @@ class RaySearch:
         except MissingRecord:
             (trail, cost), histories = (first.trail, first.cost), {}
         lower = min(-math.inf if last.lower_bound is None else last.lower_bound, cost)
+        cause = getattr(error, "cause", None)
+        if isinstance(cause, WorkersLost):  # said by the coordinator: its words, not Ray's wrapping
+            error = cause
         reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
         return SearchOutcome(cost, [(trail, cost, 0)], False, StopReason.RAY_LOST, last.iterations,
                              peak_memory_mb=last.peak_memory_mb, lower_bound=lower, histories=histories,
@@ -190,8 +233,16 @@ class RaySearch:
 
 
 def _advance(handle: Any, reserve: float) -> TurnReport:
-    """The coordinator's report after it has run the search for a while."""
-    return ray.get(handle.advance.remote(PROGRESS_SECONDS, reserve))
+    """The coordinator's report after it has run the search for a while. A signal
+    meanwhile (SIGINT, SIGTERM) halts it at once, through its own thread: a turn that
+    waits for a silent worker or a recovery ends within seconds."""
+    turn = handle.advance.remote(PROGRESS_SECONDS, reserve)
+    halted = False
+    while not ray.wait([turn], timeout=POLL_SECONDS)[0]:
+        if INTERRUPT.is_set() and not halted:
+            handle.halt.options(concurrency_group=CONTROL).remote(StopReason.INTERRUPTED)
+            halted = True
+    return ray.get(turn)
 
 
 class _Heard:

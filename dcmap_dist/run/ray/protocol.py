@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...env import number
 from ...cost.base import CostModel
 from ...limits import Limits, StepEnd, StopReason
 from ...model.network import Network
@@ -20,8 +21,28 @@ from ...search.linking import Entry
 from ...search.problem import Problem
 from ...search.state import Improvement, SearchState
 
-__all__ = ["Cut", "RayOptions", "Results", "SearchSpec", "Snapshot", "Statistics", "StepOrder", "StepReport",
-           "Totals", "TurnReport", "WorkerSnapshot"]
+__all__ = ["Cut", "RayOptions", "Results", "SILENT_STEPS_VARIABLE", "SearchSpec", "Snapshot", "Statistics",
+           "StepOrder", "StepReport", "Totals", "TurnReport", "WorkerLostWarning", "WorkerSnapshot", "WorkersLost"]
+
+SILENT_STEPS_VARIABLE = "DCMAP_SILENT_STEPS"  # overrides steps.SILENT_STEPS
+
+
+class WorkersLost(RuntimeError):
+    """The coordinator cannot go on: every worker was lost and none could be started
+    again, no snapshot was kept, or the recovery itself failed. The driver ends the
+    search as it does when Ray is lost (stop reason ``ray_lost``, exit code 5), with the
+    best mapping heard of and a checkpoint of the last snapshot."""
+
+
+class WorkerLostWarning(UserWarning):
+    """A worker was lost and the search went back to its last snapshot (how many
+    iterations that undid, and how many workers go on)."""
+
+
+def _silent_steps() -> float:
+    from .steps import SILENT_STEPS
+
+    return number(SILENT_STEPS_VARIABLE, SILENT_STEPS, 1e6, "step lengths")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,12 +50,15 @@ class RayOptions:
     """How a distributed search runs: on ``workers`` Ray worker actors, attached to the
     Ray at ``address`` (None: a private one), its link table ``sharded`` over the workers
     or on the ``coordinator``, a snapshot for recovering a lost worker at least every
-    ``snapshot_every`` seconds (None: none)."""
+    ``snapshot_every`` seconds (None: none); a worker that has not answered for
+    ``silent_steps`` step lengths is lost (default: :data:`steps.SILENT_STEPS`, or the
+    environment variable ``DCMAP_SILENT_STEPS`` of the driver)."""
 
     workers: int
     link_table: str = "sharded"
     snapshot_every: float | None = 30.0
     address: str | None = None
+    silent_steps: float = field(default_factory=_silent_steps)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,7 +142,9 @@ class Totals:
     coordinator_busy: float = 0.0  # seconds the coordinator spent starting and taking in steps
     snapshots: int = 0
     snapshot_seconds: float = 0.0
-    recoveries: int = 0  # lost workers replaced
+    snapshot_longest: float = 0.0  # the longest snapshot's seconds
+    recoveries: int = 0  # recoveries from a lost worker
+    rolled_back: int = 0  # iterations undone by them (done again since)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -126,12 +152,13 @@ class Snapshot:
     """A consistent cut of a distributed search, kept by the coordinator: every worker
     is rolled back to it when one is lost (:mod:`.snapshots`)."""
 
-    workers: list[Any]  # Ray references to each worker's WorkerSnapshot
-    inbox: list[list[Any]]  # the batches in flight, for each worker
+    workers: list[bytes]  # each worker's WorkerSnapshot, pickled, fetched here (a lost node does not take it along)
+    inbox: list[list[bytes]]  # the batches in flight, for each worker (fetched here too)
     unheard: list[list[int]]  # the notices each worker has not heard
     own: bytes  # the coordinator's own share (a pickled SearchState: a copy, not its live table)
     g_min: float
     iterations: int
+    elapsed: float  # seconds of search when it was taken
     trace: list[Improvement]
     reports: list[StepReport]  # each worker's last step
     totals: Totals
@@ -145,6 +172,7 @@ class TurnReport:
     done: bool
     progress: Progress
     trace: list[Improvement]
+    recoveries: list[str] = field(default_factory=list)  # what each recovery since the last turn did
 
 
 @dataclass(slots=True, kw_only=True)
@@ -152,8 +180,8 @@ class Cut:
     """What the driver writes a checkpoint of a distributed search from: a fresh
     snapshot's parts (fetched one at a time as they are written) and the counters."""
 
-    workers: list[Any]  # Ray references to each worker's WorkerSnapshot
-    inbox: list[Any]  # the batches in flight (Ray references or bytes)
+    workers: list[Any]  # Ray references to each worker's WorkerSnapshot, pickled (on the coordinator's node)
+    inbox: list[Any]  # the batches in flight (bytes)
     own: bytes  # the coordinator's own share, pickled
     iterations: int
     elapsed: float  # seconds searched, those before a resumption included
@@ -181,7 +209,10 @@ class Statistics:
     bytes: int
     snapshots: int
     snapshot_seconds: float
+    snapshot_longest_seconds: float  # a lost worker undoes at most 20 of these, or 10% of the search
     recoveries: int
+    rolled_back: int  # iterations the recoveries undid
+    workers_lost: int  # workers lost and not replaced (the search went on with fewer)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

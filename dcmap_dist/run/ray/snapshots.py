@@ -2,13 +2,21 @@
 consistent cut of every worker's state and the batches in flight, taken now and then
 and for each checkpoint, from which a lost worker is recovered by rolling every worker
 back to it. :class:`Snapshots` decides when one is due, takes it from what the
-coordinator hands it, and keeps the latest."""
+coordinator hands it, and keeps the latest.
+
+A snapshot's parts are fetched into the coordinator's process (on the driver's node):
+a part left in a worker's object store would be lost with the worker's node, and with
+it the recovery. The interval follows what snapshots are measured to cost: a lost
+worker undoes at most :data:`ROLLBACK_SHARE` of the search so far, and never more than
+``every`` seconds of it, unless snapshots would then take more than 1 /
+:data:`SNAPSHOT_SPACING` of the time."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import ray
 import ray.cloudpickle
@@ -17,53 +25,75 @@ from ...search.state import Improvement, SearchState
 from .protocol import Snapshot, Totals
 from .steps import WorkerSlot
 
-__all__ = ["SNAPSHOT_ITEM_SECONDS", "SNAPSHOT_MEASURED_ITEMS", "SNAPSHOT_SPACING", "Snapshots"]
+__all__ = ["LEAST_SNAPSHOT_SECONDS", "ROLLBACK_SHARE", "SCALED_ITEMS", "SNAPSHOT_SPACING", "Snapshots"]
 
-SNAPSHOT_SPACING = 100  # and at least this many times the next snapshot's expected duration (1% of the time)
-SNAPSHOT_ITEM_SECONDS = 3e-5  # expected snapshot seconds per open branch or link record, until measured
-SNAPSHOT_MEASURED_ITEMS = 10_000  # a snapshot this large measures the seconds per item
+SNAPSHOT_SPACING = 20  # the next snapshot waits at least this many times its expected duration (5% of the time)
+ROLLBACK_SHARE = 0.1  # a snapshot is due when this share of the search so far has passed since the last
+LEAST_SNAPSHOT_SECONDS = 0.5  # and never sooner than this after the last
+SCALED_ITEMS = 1_000  # a snapshot's cost is scaled to more items from one of at least this many
 
 
 class Snapshots:
     """The snapshots of one distributed search: one at least every ``every`` seconds
-    (None: only those a checkpoint asks for), and never more than 1% of the time."""
+    and every :data:`ROLLBACK_SHARE` of the search so far (None: only those a checkpoint
+    asks for), and never more than 1 / :data:`SNAPSHOT_SPACING` of the time."""
 
     def __init__(self, every: float | None) -> None:
         self.every = every
         self.latest: Snapshot | None = None
         self.last = 0.0  # when the last one ended (seconds of search)
-        self.item_seconds = SNAPSHOT_ITEM_SECONDS  # its expected seconds per item, measured on large ones
+        self.took = 0.0  # how long the last one took (seconds), its drain included
+        self.size = 0  # the open branches and link records it held
+
+    def expected(self, size: int) -> float:
+        """The seconds a snapshot of ``size`` items is expected to take: the last one's,
+        in proportion to the items when there are more now. A small last one (under
+        :data:`SCALED_ITEMS`) is not scaled up: its time is mostly fixed costs (the drain
+        of the steps), and the next one measures the cost at the size of the day."""
+        if self.size < SCALED_ITEMS:
+            return self.took
+        return self.took * max(1.0, size / self.size)
+
+    def interval(self, elapsed: float, size: int) -> float:
+        """The seconds between the last snapshot and the next (at ``elapsed`` seconds
+        of search, ``size`` items held now)."""
+        wanted = max(LEAST_SNAPSHOT_SECONDS, min(self.every, ROLLBACK_SHARE * elapsed))
+        return max(wanted, SNAPSHOT_SPACING * self.expected(size))
 
     def due(self, elapsed: float, size: int) -> bool:
-        """``every`` seconds have passed since the last snapshot (at ``elapsed``), and at
-        least :data:`SNAPSHOT_SPACING` times what the next one is expected to take (its
-        seconds per item times ``size``, the open branches and link records held now)."""
+        """Whether a snapshot is due at ``elapsed`` with ``size`` items held (open
+        branches and link records): see :meth:`interval`."""
         if self.every is None:
             return False
-        since = elapsed - self.last
-        return since >= self.every and since >= SNAPSHOT_SPACING * self.item_seconds * size
+        return elapsed - self.last >= self.interval(elapsed, size)
 
     def take(self, slots: list[WorkerSlot], own: SearchState, g_min: float, iterations: int,
              trace: list[Improvement], totals: Totals, size: int, start: float,
-             elapsed: Callable[[], float]) -> Snapshot:
+             elapsed: Callable[[], float], get: Callable[[list[Any]], list[Any]]) -> Snapshot:
         """Take a snapshot when no step runs (the caller drains them first, from ``start``,
         a ``time.perf_counter``): every worker's state, the batches in flight and the
         notices unheard (from the ``slots``), the coordinator's ``own`` share and its
-        counters; ``size`` as for :meth:`due`, ``elapsed`` the search's clock. The
-        snapshot is kept as :attr:`latest`, and counted in ``totals``."""
-        calls = [slot.actor.snapshot.options(num_returns=2).remote() for slot in slots]
-        ray.get([flag for flag, _ in calls])  # raises here if a worker died while saving
+        counters; ``size`` as for :meth:`due`, ``elapsed`` the search's clock, ``get``
+        the coordinator's ``ray.get`` (with its time-out). The parts are fetched here.
+        The snapshot is kept as :attr:`latest`, and counted in ``totals``."""
+        # each worker's share as bytes (pickled there), kept as they come
+        states = get([slot.actor.snapshot_bytes.remote() for slot in slots])  # raises if a worker died meanwhile
+        refs = [ref for slot in slots for ref in slot.inbox if isinstance(ref, ray.ObjectRef)]
+        fetched = dict(zip(refs, get(refs))) if refs else {}
+        inbox = [[fetched[ref] if isinstance(ref, ray.ObjectRef) else ref for ref in slot.inbox] for slot in slots]
+        for slot, batches in zip(slots, inbox):  # the fetched copies go on to the workers, too
+            slot.inbox = list(batches)
+            slot.sources = set()
         # cloudpickle: a message of the user's own class may come from a module that only the
         # driver can import (the class came here by value, as the model did: ship_by_value)
         self.latest = Snapshot(
-            workers=[state for _, state in calls], inbox=[list(slot.inbox) for slot in slots],
-            unheard=[list(slot.unheard) for slot in slots], own=ray.cloudpickle.dumps(own, protocol=5),
-            g_min=g_min, iterations=iterations, trace=list(trace), reports=[slot.report for slot in slots],
-            totals=replace(totals))
+            workers=states, inbox=inbox, unheard=[list(slot.unheard) for slot in slots],
+            own=ray.cloudpickle.dumps(own, protocol=5), g_min=g_min, iterations=iterations, elapsed=elapsed(),
+            trace=list(trace), reports=[slot.report for slot in slots], totals=replace(totals))
         took = time.perf_counter() - start
         totals.snapshots += 1
         totals.snapshot_seconds += took
-        if size >= SNAPSHOT_MEASURED_ITEMS:
-            self.item_seconds = took / size
+        totals.snapshot_longest = max(totals.snapshot_longest, took)
+        self.took, self.size = took, size
         self.last = elapsed()
         return self.latest

@@ -12,11 +12,29 @@ from typing import Any
 from ...search.branch import Branch
 from .protocol import StepReport
 
-__all__ = ["BOUND_SECONDS", "QUEUED_STEPS", "STEP_SECONDS", "WorkerSlot", "deal", "iteration_caps"]
+__all__ = ["BOUND_SECONDS", "QUEUED_STEPS", "SILENT_STEPS", "STEP_SECONDS", "STEP_WORKERS", "WorkerSlot", "deal",
+           "iteration_caps", "silence", "step_seconds"]
 
-STEP_SECONDS = 0.1  # how long a worker runs its loop per step
+STEP_SECONDS = 0.1  # how long a worker runs its loop per step (up to STEP_WORKERS workers)
+STEP_WORKERS = 12  # past this many workers, the step grows with them (the coordinator's share of a core)
 QUEUED_STEPS = 2  # steps submitted to a worker at once (the running one and the next)
 BOUND_SECONDS = 5.0  # how often a worker computes its least open bound (it scans its open set)
+SILENT_STEPS = 200  # a worker that has not answered for this many base steps is lost (DCMAP_SILENT_STEPS)
+
+
+def step_seconds(workers: int) -> float:
+    """The step length for ``workers`` workers: :data:`STEP_SECONDS`, growing in
+    proportion to the workers past :data:`STEP_WORKERS`, so that the coordinator takes
+    in about the same number of steps a second however many workers there are (its
+    share of a core: docs/distributed.md, "The coordinator's share of a core")."""
+    return STEP_SECONDS * max(1.0, workers / STEP_WORKERS)
+
+
+def silence(steps: float, workers: int) -> float:
+    """The seconds a worker may go without answering before it is lost: ``steps``
+    lengths of the base step (:data:`STEP_SECONDS`), and at least 4 of the step of
+    ``workers`` workers (a step must have had the time to end)."""
+    return max(steps * STEP_SECONDS, 4 * step_seconds(workers))
 
 
 @dataclass
@@ -33,6 +51,9 @@ class WorkerSlot:
     unheard: list[int] = field(default_factory=list)  # dominated records it has not heard of
     next_bound: float = 0.0  # when its step next reports its least bound (perf_counter)
     memory_mb: float = 0.0  # its process's peak in its last step
+    heard: float = 0.0  # when it last answered, or was given a step while idle (perf_counter)
+    sources: set[int] = field(default_factory=set)  # workers whose batches wait in its inbox as Ray references
+    fed: list[set[int]] = field(default_factory=list)  # for each running step, the workers whose batches it takes
 
     def has_work(self) -> bool:
         """Whether it holds open branches or has arrivals or branches waiting for it."""

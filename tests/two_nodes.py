@@ -147,7 +147,7 @@ class TwoNodes:
     def node_workers(self) -> list[int]:
         """The dcmap workers running on the second node."""
         table = processes()
-        return [pid for pid in self.node_processes() if "PlacedWorker" in table.get(pid, (0, ""))[1]]
+        return [pid for pid in self.node_processes() if "Worker" in table.get(pid, (0, ""))[1]]
 
     def signal_node(self, sig: int) -> list[int]:
         """Send ``sig`` (SIGKILL: the node is lost; SIGSTOP: it freezes) to every process

@@ -24,7 +24,6 @@ from dataclasses import replace
 from typing import Any
 
 import ray
-import ray.cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ...limits import Limits, StepEnd, StopReason, Stopwatch, memory_mb
@@ -67,22 +66,6 @@ class WorkerSilent(ray.exceptions.RayActorError):
 
     def __str__(self) -> str:
         return self.what
-
-
-class PlacedWorker(Worker):
-    """A worker that can say on which node it runs (a recovery avoids the nodes of lost
-    workers), and hands its share of a snapshot over as bytes: the coordinator keeps
-    them as they come, without building the objects (a snapshot of water's state took
-    0.4 s when the coordinator unpickled it)."""
-
-    def node(self) -> str:
-        return ray.get_runtime_context().get_node_id()
-
-    def snapshot_bytes(self) -> bytes:
-        return ray.cloudpickle.dumps(self.snapshot()[1], protocol=5)
-
-    def restore_bytes(self, data: bytes) -> None:
-        self.restore(pickle.loads(data))
 
 
 class Coordinator:
@@ -135,7 +118,7 @@ class Coordinator:
         self.spawned += 1
         where = "SPREAD" if node is None else NodeAffinitySchedulingStrategy(node, soft=False,
                                                                               _fail_on_unavailable=True)
-        actor = ray.remote(concurrency_groups={LOOKUPS: 1})(PlacedWorker).options(
+        actor = ray.remote(concurrency_groups={LOOKUPS: 1})(Worker).options(
             num_cpus=self.cpus, max_restarts=0, name=f"dcmap-worker-{self.run_id}-{self.spawned}",
             namespace="dcmap", scheduling_strategy=where, enable_task_events=False)
         return actor.remote()
@@ -507,7 +490,7 @@ class Coordinator:
             self.size = len(live)
             self._build(pickle.loads(snap.own), snap.g_min, snap.iterations, snap.trace, totals, list(snap.reports),
                         snap.inbox, snap.unheard, PLACE_SECONDS)
-            self._save_get([slot.actor.restore_bytes.remote(state) for slot, state in zip(self.slots, snap.workers)])
+            self._save_get([slot.actor.restore.remote(state) for slot, state in zip(self.slots, snap.workers)])
         else:  # the snapshot's state shared out anew, as a resumption on this many workers is
             self.size = len(live)
             merged = _merged(snap, self.engine.problem.topo.n)

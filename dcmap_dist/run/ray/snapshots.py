@@ -77,7 +77,7 @@ class Snapshots:
         the coordinator's ``ray.get`` (with its time-out). The parts are fetched here.
         The snapshot is kept as :attr:`latest`, and counted in ``totals``."""
         # each worker's share as bytes (pickled there), kept as they come
-        states = get([slot.actor.snapshot_bytes.remote() for slot in slots])  # raises if a worker died meanwhile
+        states = get([slot.actor.snapshot.remote() for slot in slots])  # raises if a worker died meanwhile
         refs = [ref for slot in slots for ref in slot.inbox if isinstance(ref, ray.ObjectRef)]
         fetched = dict(zip(refs, get(refs))) if refs else {}
         inbox = [[fetched[ref] if isinstance(ref, ray.ObjectRef) else ref for ref in slot.inbox] for slot in slots]

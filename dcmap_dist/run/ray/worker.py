@@ -4,6 +4,7 @@ own branches and its shard of the link table, driven in steps by the coordinator
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 import time
 from typing import Any
@@ -85,19 +86,25 @@ class Worker:
             memory_mb=watch.peak_memory_mb)
         return [report, *out]
 
-    def snapshot(self) -> tuple[bool, WorkerSnapshot]:
-        """This worker's share of a consistent cut (taken when no step runs, so its
-        outbox is empty), behind a flag (called with two returns, so the caller can wait
-        on the flag alone)."""
-        engine = self.engine
-        return True, WorkerSnapshot(state=engine.export(), iterations=engine.iterations, g_min=engine.g_min,
-                                    random_state=engine.random_state(), busy=self.busy)
+    def node(self) -> str:
+        """The id of the node this worker runs on (a recovery avoids the nodes of lost workers)."""
+        return ray.get_runtime_context().get_node_id()
 
-    def restore(self, snapshot: WorkerSnapshot) -> None:
-        """Go on from a :meth:`snapshot` (after :meth:`load`, which gave this worker a new
-        owner number for the link records it makes from now on)."""
-        self.engine.restore(snapshot.state, snapshot.iterations, snapshot.g_min, snapshot.random_state)
-        self.busy = snapshot.busy
+    def snapshot(self) -> bytes:
+        """This worker's share of a consistent cut (taken when no step runs, so its outbox
+        is empty), pickled here: the coordinator keeps the bytes as they come, on its own
+        node, without building the objects (unpickling water's took it 0.4 s)."""
+        engine = self.engine
+        share = WorkerSnapshot(state=engine.export(), iterations=engine.iterations, g_min=engine.g_min,
+                               random_state=engine.random_state(), busy=self.busy)
+        return ray.cloudpickle.dumps(share, protocol=5)
+
+    def restore(self, data: bytes) -> None:
+        """Go on from a :meth:`snapshot`'s bytes (after :meth:`load`, which gave this worker a
+        new owner number for the link records it makes from now on)."""
+        share: WorkerSnapshot = pickle.loads(data)
+        self.engine.restore(share.state, share.iterations, share.g_min, share.random_state)
+        self.busy = share.busy
 
     def open_bound(self) -> float:
         """The least bound over this worker's open branches (its outbox is empty between steps)."""

@@ -34,10 +34,10 @@ from ...search.engine import Engine, new_engine
 from ...search.histories import Histories, gather_histories
 from ...search.linking import route
 from ...search.state import Improvement, Resumption, SearchState
-from .protocol import (Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepOrder, StepReport, Totals,
-                       TurnReport, WorkersLost)
+from .protocol import (SILENT_STEPS, Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepOrder,
+                       StepReport, Totals, TurnReport, WorkersLost)
 from .snapshots import Snapshots
-from .steps import (BOUND_SECONDS, QUEUED_STEPS, SILENT_STEPS, WorkerSlot, deal, iteration_caps, silence,
+from .steps import (BOUND_SECONDS, QUEUED_STEPS, WorkerSlot, deal, iteration_caps, silence,
                     step_seconds)
 from .worker import Worker, by_value
 

@@ -21,10 +21,11 @@ from ...search.linking import Entry
 from ...search.problem import Problem
 from ...search.state import Improvement, SearchState
 
-__all__ = ["Cut", "RayOptions", "Results", "SILENT_STEPS_VARIABLE", "SearchSpec", "Snapshot", "Statistics",
+__all__ = ["Cut", "RayOptions", "Results", "SILENT_STEPS", "SILENT_STEPS_VARIABLE", "SearchSpec", "Snapshot", "Statistics",
            "StepOrder", "StepReport", "Totals", "TurnReport", "WorkerLostWarning", "WorkerSnapshot", "WorkersLost"]
 
-SILENT_STEPS_VARIABLE = "DCMAP_SILENT_STEPS"  # overrides steps.SILENT_STEPS
+SILENT_STEPS = 200  # a worker that has not answered for this many base steps is lost
+SILENT_STEPS_VARIABLE = "DCMAP_SILENT_STEPS"  # overrides SILENT_STEPS
 
 
 class WorkersLost(RuntimeError):
@@ -40,8 +41,6 @@ class WorkerLostWarning(UserWarning):
 
 
 def _silent_steps() -> float:
-    from .steps import SILENT_STEPS
-
     return number(SILENT_STEPS_VARIABLE, SILENT_STEPS, 1e6, "step lengths")
 
 
@@ -51,7 +50,7 @@ class RayOptions:
     Ray at ``address`` (None: a private one), its link table ``sharded`` over the workers
     or on the ``coordinator``, a snapshot for recovering a lost worker at least every
     ``snapshot_every`` seconds (None: none); a worker that has not answered for
-    ``silent_steps`` step lengths is lost (default: :data:`steps.SILENT_STEPS`, or the
+    ``silent_steps`` step lengths is lost (default: :data:`SILENT_STEPS`, or the
     environment variable ``DCMAP_SILENT_STEPS`` of the driver)."""
 
     workers: int

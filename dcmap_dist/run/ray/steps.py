@@ -12,14 +12,13 @@ from typing import Any
 from ...search.branch import Branch
 from .protocol import StepReport
 
-__all__ = ["BOUND_SECONDS", "QUEUED_STEPS", "SILENT_STEPS", "STEP_SECONDS", "STEP_WORKERS", "WorkerSlot", "deal",
+__all__ = ["BOUND_SECONDS", "QUEUED_STEPS", "STEP_SECONDS", "STEP_WORKERS", "WorkerSlot", "deal",
            "iteration_caps", "silence", "step_seconds"]
 
 STEP_SECONDS = 0.1  # how long a worker runs its loop per step (up to STEP_WORKERS workers)
 STEP_WORKERS = 12  # past this many workers, the step grows with them (the coordinator's share of a core)
 QUEUED_STEPS = 2  # steps submitted to a worker at once (the running one and the next)
 BOUND_SECONDS = 5.0  # how often a worker computes its least open bound (it scans its open set)
-SILENT_STEPS = 200  # a worker that has not answered for this many base steps is lost (DCMAP_SILENT_STEPS)
 
 
 def step_seconds(workers: int) -> float:

@@ -511,24 +511,8 @@ class Coordinator:
         the suspect nodes: those of workers that did not answer, where none did, other
         than this one (Ray may report a lost node alive, with its CPUs free, for many
         seconds: no replacement is placed there)."""
-        # in the lookups thread: a live worker answers at once, even while its queued steps
-        # wait for batches that a lost worker made (and that are lost with it)
-        pings = [actor.pid.options(concurrency_group=LOOKUPS).remote() for actor in self.actors]
-        answered: set[int] = set()
-        start = time.perf_counter()
-        deadline = start + min(self.silent, PING_SECONDS)
-        waiting = dict(zip(pings, range(len(pings))))
-        while waiting and time.perf_counter() < deadline:
-            if self.stop == StopReason.INTERRUPTED:  # a live worker answers at once: no need for long
-                deadline = min(deadline, max(self.halted, start) + INTERRUPTED_SECONDS)
-            ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=POLL_SECONDS)
-            for ref in ready:
-                i = waiting.pop(ref)
-                try:
-                    ray.get(ref)
-                    answered.add(i)
-                except ray.exceptions.RayError:
-                    pass
+        # a live worker answers at once: once interrupted, no need to wait long
+        answered = self._answering(self.actors, min(self.silent, PING_SECONDS), INTERRUPTED_SECONDS)
         # a live worker whose steps take a lost worker's batches would wait for them until Ray
         # gives them up (for as long as Ray takes to notice a lost node): it is started anew
         fed = [set().union(*slot.fed) for slot in self.slots] if len(self.slots) == len(self.actors) else None
@@ -559,21 +543,35 @@ class Coordinator:
         if not spots:
             return []
         started = [self._spawn(node) for node in spots]
-        pings = {actor.pid.options(concurrency_group=LOOKUPS).remote(): actor for actor in started}
-        placed = []
-        deadline = time.perf_counter() + PLACE_SECONDS
-        while pings and time.perf_counter() < deadline and self.stop != StopReason.INTERRUPTED:
+        answered = self._answering(started, PLACE_SECONDS, 0.0)
+        for i, actor in enumerate(started):
+            if i not in answered:
+                ray.kill(actor, no_restart=True)
+        return [actor for i, actor in enumerate(started) if i in answered]
+
+    def _answering(self, actors: list[Any], seconds: float, grace: float) -> set[int]:
+        """The indices of the ``actors`` whose ping, asked in their lookups thread (a live
+        worker answers it even while its queued steps wait on a lost worker's batches),
+        answers within ``seconds``; once the search is interrupted, within ``grace``
+        seconds of the interruption."""
+        pings = {actor.pid.options(concurrency_group=LOOKUPS).remote(): i for i, actor in enumerate(actors)}
+        answered: set[int] = set()
+        start = time.perf_counter()
+        deadline = start + seconds
+        while pings:
+            if self.stop == StopReason.INTERRUPTED:
+                deadline = min(deadline, max(self.halted, start) + grace)
+            if time.perf_counter() >= deadline:
+                break
             ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=POLL_SECONDS)
             for ref in ready:
-                actor = pings.pop(ref)
+                i = pings.pop(ref)
                 try:
                     ray.get(ref)
-                    placed.append(actor)
+                    answered.add(i)
                 except ray.exceptions.RayError:
-                    ray.kill(actor, no_restart=True)
-        for actor in pings.values():
-            ray.kill(actor, no_restart=True)
-        return placed
+                    pass
+        return answered
 
     def cut(self) -> Cut:
         """A fresh consistent cut for a checkpoint: the snapshot's parts and the counters."""

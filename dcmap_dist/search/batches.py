@@ -236,7 +236,8 @@ class _Reader:
         return self.view[at:at + size]
 
     def ints(self, name: str) -> list[int]:
-        return list(self.section(name).cast("I")) if self.section(name).nbytes else []
+        view = self.section(name)
+        return list(view.cast("I")) if view.nbytes else []
 
     def arrivals(self) -> list[tuple[tuple, Branch]]:
         try:

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # sweeps against brute force but not the long one against the oracle (about 6 minutes)
 DEFAULT = ["tests/test_exactness.py", "tests/test_solve.py", "tests/test_problem.py", "tests/test_bounds.py",
            "tests/test_combinations.py", "tests/test_serial.py", "tests/test_branch_queue.py", "tests/test_link_key.py",
-           "tests/test_batches.py", "-m", "not ray",
+           "tests/test_batches.py", "tests/test_shares.py", "-m", "not ray",
            "-k", "not (agrees_with_the_oracle and not quick) and not 280"]
 PROBE = "import dcmap_dist, dcmap_dist.compiled as c; print(dcmap_dist.__file__); print(c.describe())"
 

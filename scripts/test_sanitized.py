@@ -24,7 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # -s: a sanitizer's report goes to stderr as the process aborts, where pytest would hold it
-DEFAULT = ["-s", "tests/test_engine_equivalence.py", "tests/test_native_fuzz.py", "tests/test_batches.py", "-m", "not slow"]
+DEFAULT = ["-s", "tests/test_engine_equivalence.py", "tests/test_native_fuzz.py", "tests/test_batches.py",
+           "tests/test_shares.py", "-m", "not slow"]
 run_tests = runpy.run_path(str(ROOT / "scripts" / "test_pure_python.py"))["run_tests"]
 BUILT = shutil.ignore_patterns("*.so", "*.c", "*.cpp", "__pycache__", "built-sources.json")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import struct
 import time
 
 import pytest
@@ -104,10 +105,21 @@ def test_damaged_inputs_are_refused_or_searched_never_a_crash():
     assert tried >= 200 and 0 < refused < tried
 
 
+def tail_length(share: bytes) -> int:
+    """The bytes of a (coded) share's tail, its length included (batch.hpp's layout)."""
+    width, rows, masks, messages, items, *counts, longs, long_pool = struct.unpack_from("<11I", share, 12)
+    at = 56 + 8 * (masks * width + long_pool) + 88 * rows + 4 * messages + 8 * items + 4 * (sum(counts) + longs)
+    return len(share) - at
+
+
 def test_damaged_batches_are_refused_or_searched_never_a_crash():
-    """Real batches (search/batches.py's format, as the core writes it) with bytes changed,
+    """Real batches (search/batches.py's format, as the core writes it) and shares of a
+    search (a worker's snapshot: the same format, written by the core) with bytes changed,
     cut, repeated or overwritten with strange numbers, their CRC made to agree again most
-    of the time so that the core's reader, not the CRC, is what is tried."""
+    of the time so that the core's reader, not the CRC, is what is tried. A share's tail
+    is left whole: its record ids are values no reader can bound (a serial of 2^28 is
+    2 GiB of table to make), held by the CRC alone, as a share never leaves the
+    coordinator's memory; its counts and lengths are tried in tests/test_shares.py."""
     from dcmap_dist.search import batches
     from dcmap_dist.search.native_engine import NativeEngine
 
@@ -115,15 +127,23 @@ def test_damaged_batches_are_refused_or_searched_never_a_crash():
     sources = []
     for seed in range(6):
         problem, _, arrivals, _ = material(seed)
-        sources.append((problem, batches.encode(arrivals, problem.topo.n, batches.codes_fit(problem))))
+        batch = batches.encode(arrivals, problem.topo.n, batches.codes_fit(problem))
+        sources.append((problem, batch, "receive_batch", len(batch)))
+        if batches.codes_fit(problem):  # (a damaged pickle may take seconds to refuse: batches try those)
+            writer, watch = NativeEngine(problem, 0.6, 0, 0), Stopwatch(Limits())
+            writer.start(incumbent(problem, watch), watch)
+            writer.step(watch, max_iterations=100)
+            share = writer.take_share()
+            sources.append((problem, share, "load_share", len(share) - tail_length(share)))
     strange = [0, 1, 0xFFFFFFFF, 0x7FFFFFFF, 1 << 20, 3]
     end = time.monotonic() + SECONDS
     tried = refused = 0
+    assert any(take == "load_share" for _, _, take, _ in sources)
     while time.monotonic() < end or tried < 300:
-        problem, data = rng.choice(sources)
+        problem, data, take, end_of_change = rng.choice(sources)
         body = bytearray(data)
         for _ in range(rng.randint(1, 3)):
-            kind, at = rng.randrange(4), rng.randrange(12, len(body))
+            kind, at = rng.randrange(4), rng.randrange(12, min(end_of_change, len(body)))
             if kind == 0:
                 body[at] ^= 1 << rng.randrange(8)
             elif kind == 1:
@@ -135,7 +155,7 @@ def test_damaged_batches_are_refused_or_searched_never_a_crash():
         bad = batches.sealed(body[:8] + b"\0\0\0\0" + body[12:]) if rng.random() < 0.9 else bytes(body)
         engine = NativeEngine(problem, 0.6, 0, 1)
         try:
-            engine.receive_batch(bad)
+            getattr(engine, take)(bad)
             engine.step(Stopwatch(Limits(max_iterations=5)))  # what was taken in is searched from
         except Exception:  # refused (by name), or failed in the search: never a crash
             refused += 1

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from ..compiled import native_wanted
 from ..limits import StepEnd, StopReason, Stopwatch
+from .batches import MAGIC
 from .branch import Branch
 from .explorer import Explorer
 from .histories import Histories
@@ -29,7 +30,7 @@ from .linking import Entry
 from .problem import Problem
 from .state import Improvement, SearchState
 
-__all__ = ["Arrival", "Engine", "NATIVE_NODES", "new_engine"]
+__all__ = ["Arrival", "Engine", "NATIVE_NODES", "new_engine", "share_state"]
 
 NATIVE_NODES = 512  # the native engine's widest masks: 8 words of 64 nodes
 Arrival = tuple[tuple, Branch]  # a completion sent to the owner of its key: (link key, branch)
@@ -101,6 +102,15 @@ class Engine(Protocol):
     def export(self) -> SearchState:
         """This engine's share of the search as plain data (what :meth:`load` takes)."""
 
+    def take_share(self, dumps: Callable[[object], bytes] = pickle.dumps) -> bytes:
+        """This engine's share (what :meth:`export` gives) as one buffer, quick to take and
+        to send (a worker's snapshot): the native core's own (a batch of the share's kind,
+        :mod:`.batches`), the Python engine's pickled export; a model's messages pickled
+        with ``dumps``. :func:`share_state` reads it as plain data."""
+
+    def load_share(self, share: bytes) -> None:
+        """Take over a :meth:`take_share` buffer of an engine of this kind."""
+
     # -- what it hands out
     def take_outbox(self) -> dict[int, list[Arrival]]:
         """Completions for other actors, by owner; emptied."""
@@ -148,3 +158,17 @@ def new_engine(problem: Problem, alpha: float = 0.6, seed: int = 0, owner: int |
         warnings.warn(f"the native engine takes networks of up to {NATIVE_NODES} nodes: this component of "
                       f"{problem.topo.n} runs on the Python engine, several times slower", stacklevel=2)
     return Explorer(problem, alpha, seed, owner, shard_index, shards, notify)
+
+
+def share_state(problem: Problem, share: bytes) -> SearchState:
+    """A :meth:`Engine.take_share` buffer as plain data (what a checkpoint writes, what a
+    recovery on fewer workers shares out anew), read by an engine of the kind that wrote
+    it, made here with a shard for its link entries."""
+    if bytes(share[:4]) == MAGIC:
+        from .native_engine import NativeEngine
+
+        engine: Engine = NativeEngine(problem, owner=0)
+    else:
+        engine = Explorer(problem, owner=0)
+    engine.load_share(share)
+    return engine.export()

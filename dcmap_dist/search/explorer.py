@@ -400,3 +400,14 @@ class Explorer:
         shard = self.shard
         return SearchState(self.open_branches(), [], shard.entries if shard is not None else {},
                            shard.histories if shard is not None else {}, self.dominated)
+
+    def take_share(self, dumps: Callable[[object], bytes] = pickle.dumps) -> bytes:
+        """This explorer's share (:meth:`export`) pickled with ``dumps`` (the native engine's
+        is its core's own buffer)."""
+        return dumps(self.export())
+
+    def load_share(self, share: bytes) -> None:
+        """Take over a :meth:`take_share` buffer (:meth:`load`)."""
+        if bytes(share[:4]) == batches.MAGIC:
+            raise ValueError("a share written by the native engine: this process runs the Python engine")
+        self.load(pickle.loads(share))

@@ -161,6 +161,8 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         BatchInfo_ batch_info(const unsigned char*, size_t) except +
         vector[uint64_t] batch_messages(const unsigned char*, size_t) except +
         size_t receive_batch(const unsigned char*, size_t, const vector[Id]*, cbool) except +
+        string take_share(cbool, vector[Id]*) except +
+        void load_share(const unsigned char*, size_t, const vector[Id]*) except +
         vector[Improvement_] take_improvements() except +
         vector[int64_t] take_notices() except +
         vector[Branch_] take_open() except +
@@ -321,12 +323,12 @@ cdef class NativeEngine:
 
     def __reduce__(self):
         """Pickled as what rebuilds it (its problem's definition and its own arguments) and
-        its state, which the receiving process loads (Engine.restore): one blob."""
+        its state as one blob (:meth:`take_share`), which the receiving process loads."""
         problem = self.problem
         definition = (problem.network, problem.model, problem.scheme, problem.graph, problem.keys.kind,
                       problem.use_bound)
         return _rebuild, (definition, self._alpha, self._seed, self._owner, self._shard_index, self._shards,
-                          self._notify, self.export(), self.iterations, self.g_min, self.random_state())
+                          self._notify, self.take_share(), self.iterations, self.g_min, self.random_state())
 
     # -- values: Python ints and messages <-> ids ---------------------------------------------
     cdef vector[uint64_t] _words_of(self, masks) except *:
@@ -698,8 +700,37 @@ cdef class NativeEngine:
             return 0
         view = checked(batch)
         cdef const unsigned char[::1] data = view
-        cdef BatchInfo_ info = self.core.get().batch_info(&data[0], data.shape[0])
         cdef vector[Id] ids
+        if self._batch_message_ids(view, &ids):
+            return self.core.get().receive_batch(&data[0], data.shape[0], &ids, settle)
+        return self.core.get().receive_batch(&data[0], data.shape[0], NULL, settle)
+
+    def take_share(self, dumps=pickle.dumps):
+        """This engine's share of the search (what :meth:`export` gives: taken between
+        steps) as one buffer, written by the core: a batch of the share's kind (its link
+        entries, open branches, dominated records and histories; docs/distributed.md,
+        "Batches"); a model's messages pickled with ``dumps``. What :meth:`load_share` takes."""
+        cdef vector[Id] ids
+        cdef string body = self.core.get().take_share(self._coded, &ids)
+        return _sealed(body, b"" if self._coded else dumps([self._messages[m] for m in ids]))
+
+    def load_share(self, share):
+        """Take over a :meth:`take_share` buffer (as :meth:`load` takes a state). ValueError
+        naming the damage for one that is not a share of this search."""
+        view = checked(share)
+        cdef const unsigned char[::1] data = view
+        cdef vector[Id] ids
+        if self._batch_message_ids(view, &ids):
+            self.core.get().load_share(&data[0], data.shape[0], &ids)
+        else:
+            self.core.get().load_share(&data[0], data.shape[0], NULL)
+
+    cdef cbool _batch_message_ids(self, view, vector[Id]* ids) except *:
+        """The ids here of a (checked) batch's messages, in ``ids``: whether they are given
+        (pickled messages, or codes this engine holds as objects), or not (codes: the core
+        reads them as masks)."""
+        cdef const unsigned char[::1] data = view
+        cdef BatchInfo_ info = self.core.get().batch_info(&data[0], data.shape[0])
         cdef vector[uint64_t] words
         cdef size_t k
         if info.pickled:
@@ -711,13 +742,13 @@ cdef class NativeEngine:
                 raise ValueError("a damaged batch: its pickled messages are not its list of messages")
             for value in values:
                 ids.push_back(self._message(value))
-        elif not self._coded:  # codes, held here as objects
+            return True
+        if not self._coded:  # codes, held here as objects
             words = self.core.get().batch_messages(&data[0], data.shape[0])
             for k in range(info.messages):
                 ids.push_back(self._message(self._int(&words[k * self.width])))
-        if info.pickled or not self._coded:
-            return self.core.get().receive_batch(&data[0], data.shape[0], &ids, settle)
-        return self.core.get().receive_batch(&data[0], data.shape[0], NULL, settle)
+            return True
+        return False
 
     def take_improvements(self):
         """The improvements found since the last call."""
@@ -823,13 +854,14 @@ cdef bint model_data(problem, ModelData* data) except -1:
     return True
 
 
-def _rebuild(definition, alpha, seed, owner, shard_index, shards, notify, state, iterations, g_min, random_state):
+def _rebuild(definition, alpha, seed, owner, shard_index, shards, notify, share, iterations, g_min, random_state):
     from .problem import Problem
 
     network, model, scheme, graph, link_key, use_bound = definition
     problem = Problem(network, model, scheme, graph=graph, link_key=link_key, use_bound=use_bound)
     engine = NativeEngine(problem, alpha, seed, owner, shard_index, shards, notify)
-    engine.restore(state, iterations, g_min, random_state)
+    engine.restore(SearchState(), iterations, g_min, random_state)
+    engine.load_share(share)
     return engine
 
 

@@ -30,9 +30,10 @@ from ...limits import Limits, StepEnd, StopReason, Stopwatch, memory_mb
 from ...progress import Progress
 from ...search import batches
 from ...search.branch import Branch
-from ...search.engine import Engine, new_engine
+from ...search.engine import Engine, new_engine, share_state
 from ...search.histories import Histories, gather_histories
 from ...search.linking import route
+from ...search.problem import Problem
 from ...search.state import Improvement, Resumption, SearchState
 from .protocol import (SILENT_STEPS, Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepOrder,
                        StepReport, Totals, TurnReport, WorkersLost)
@@ -426,10 +427,11 @@ class Coordinator:
         out and not yet taken, and with the table here the link records)."""
         start = time.perf_counter()
         self._drain()
+        drained = time.perf_counter()
         own = self.engine.export()
         own.branches += [branch for slot in self.slots for branch in slot.hand]
         return self.snapshots.take(self.slots, own, self.engine.g_min, self.iterations, self.trace, self.totals,
-                                   self._state_size(), start, self.elapsed, self._save_get)
+                                   self._state_size(), start, drained, self.elapsed, self._save_get)
 
     def _save_get(self, refs: list[Any]) -> list[Any]:
         """Workers' answers that may take long to make or send (a share of a snapshot of
@@ -493,7 +495,7 @@ class Coordinator:
             self._save_get([slot.actor.restore.remote(state) for slot, state in zip(self.slots, snap.workers)])
         else:  # the snapshot's state shared out anew, as a resumption on this many workers is
             self.size = len(live)
-            merged = _merged(snap, self.engine.problem.topo.n)
+            merged = _merged(snap, self.engine.problem)
             empty = [[] for _ in range(self.size)]
             self._build(SearchState(), snap.g_min, snap.iterations, snap.trace, totals,
                         [StepReport() for _ in range(self.size)], empty, empty, PLACE_SECONDS)
@@ -704,14 +706,14 @@ def _said(error: Exception | None) -> str:
     return f"{type(error).__name__}: {text[0][:200] if text else ''}".rstrip(": ")
 
 
-def _merged(snap: Snapshot, n: int) -> SearchState:
+def _merged(snap: Snapshot, problem: Problem) -> SearchState:
     """A snapshot's whole state in one (each worker's share, the coordinator's, the
     batches in flight as arrivals, the notices unheard as dominated records), to be
-    shared out over another number of workers (of a component of ``n`` nodes)."""
+    shared out over another number of workers (of a search of ``problem``)."""
     merged = pickle.loads(snap.own)
     histories = dict(merged.histories.items())
     for part in snap.workers:
-        state = pickle.loads(part).state
+        state = share_state(problem, pickle.loads(part).share)
         merged.branches += state.branches
         merged.arrivals += state.arrivals
         merged.entries.update(state.entries)
@@ -721,7 +723,7 @@ def _merged(snap: Snapshot, n: int) -> SearchState:
     for inbox in snap.inbox:
         for batch in inbox:
             if batch:
-                merged.arrivals += batches.decode(batch, n)
+                merged.arrivals += batches.decode(batch, problem.topo.n)
     for notices in snap.unheard:
         merged.dominated.update(notices)
     return merged

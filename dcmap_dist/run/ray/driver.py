@@ -57,6 +57,7 @@ from ...limits import INTERRUPT, Limits, StopReason, Stopwatch
 from ...progress import Progress
 from ...search import batches
 from ...search.branch import Branch
+from ...search.engine import share_state
 from ...search.heuristics import incumbent
 from ...search.histories import Histories, MissingRecord, gather_histories
 from ...search.outcome import OnImprovement, SearchOutcome, announce, outcome
@@ -177,7 +178,7 @@ class RaySearch:
     def _parts(self, cut: Cut) -> tuple[Iterator[SearchState], dict[str, Any]]:
         def parts() -> Iterator[SearchState]:
             for ref in cut.workers:
-                yield pickle.loads(ray.get(ref)).state
+                yield share_state(self.problem, pickle.loads(ray.get(ref)).share)
             yield pickle.loads(cut.own)
             for batch in cut.inbox:  # a batch the coordinator made itself (the root's, a resumption's) is bytes
                 if batch:

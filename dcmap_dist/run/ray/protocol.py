@@ -119,11 +119,12 @@ class StepReport:
 
 @dataclass(slots=True, kw_only=True)
 class WorkerSnapshot:
-    """A worker's share of a consistent cut: its part of the search's state (the one
-    state type of checkpoints and resume: ``Engine.export``, ``Engine.load``) and what a
-    worker rolled back to it needs to go on as it did."""
+    """A worker's share of a consistent cut: its part of the search's state as its
+    engine's buffer (``Engine.take_share``; ``search.engine.share_state`` reads it as the
+    one state type of checkpoints and resume) and what a worker rolled back to it needs
+    to go on as it did."""
 
-    state: SearchState
+    share: bytes
     iterations: int  # the worker's own count
     g_min: float
     random_state: tuple  # its random generator's (the alpha activations)

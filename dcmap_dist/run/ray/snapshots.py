@@ -42,17 +42,19 @@ class Snapshots:
         self.every = every
         self.latest: Snapshot | None = None
         self.last = 0.0  # when the last one ended (seconds of search)
-        self.took = 0.0  # how long the last one took (seconds), its drain included
+        self.drain = 0.0  # how long the last one waited for the running steps to end (seconds)
+        self.took = 0.0  # and how long it took from then on: what grows with the state
         self.size = 0  # the open branches and link records it held
 
     def expected(self, size: int) -> float:
-        """The seconds a snapshot of ``size`` items is expected to take: the last one's,
-        in proportion to the items when there are more now. A small last one (under
-        :data:`SCALED_ITEMS`) is not scaled up: its time is mostly fixed costs (the drain
-        of the steps), and the next one measures the cost at the size of the day."""
+        """The seconds a snapshot of ``size`` items is expected to take: the last one's
+        drain of the running steps (a step's length, whatever the state), and the rest of
+        it in proportion to the items when there are more now. A small last one (under
+        :data:`SCALED_ITEMS`) is not scaled up: its time is mostly fixed costs, and the
+        next one measures the cost at the size of the day."""
         if self.size < SCALED_ITEMS:
-            return self.took
-        return self.took * max(1.0, size / self.size)
+            return self.drain + self.took
+        return self.drain + self.took * max(1.0, size / self.size)
 
     def interval(self, elapsed: float, size: int) -> float:
         """The seconds between the last snapshot and the next (at ``elapsed`` seconds
@@ -68,12 +70,12 @@ class Snapshots:
         return elapsed - self.last >= self.interval(elapsed, size)
 
     def take(self, slots: list[WorkerSlot], own: SearchState, g_min: float, iterations: int,
-             trace: list[Improvement], totals: Totals, size: int, start: float,
+             trace: list[Improvement], totals: Totals, size: int, start: float, drained: float,
              elapsed: Callable[[], float], get: Callable[[list[Any]], list[Any]]) -> Snapshot:
-        """Take a snapshot when no step runs (the caller drains them first, from ``start``,
-        a ``time.perf_counter``): every worker's state, the batches in flight and the
-        notices unheard (from the ``slots``), the coordinator's ``own`` share and its
-        counters; ``size`` as for :meth:`due`, ``elapsed`` the search's clock, ``get``
+        """Take a snapshot when no step runs (the caller drains them first, from ``start``
+        to ``drained``, ``time.perf_counter`` readings): every worker's state, the batches
+        in flight and the notices unheard (from the ``slots``), the coordinator's ``own``
+        share and its counters; ``size`` as for :meth:`due`, ``elapsed`` the search's clock, ``get``
         the coordinator's ``ray.get`` (with its time-out). The parts are fetched here.
         The snapshot is kept as :attr:`latest`, and counted in ``totals``."""
         # each worker's share as bytes (pickled there), kept as they come
@@ -90,10 +92,11 @@ class Snapshots:
             workers=states, inbox=inbox, unheard=[list(slot.unheard) for slot in slots],
             own=ray.cloudpickle.dumps(own, protocol=5), g_min=g_min, iterations=iterations, elapsed=elapsed(),
             trace=list(trace), reports=[slot.report for slot in slots], totals=replace(totals))
-        took = time.perf_counter() - start
+        now = time.perf_counter()
+        took = now - start
         totals.snapshots += 1
         totals.snapshot_seconds += took
         totals.snapshot_longest = max(totals.snapshot_longest, took)
-        self.took, self.size = took, size
+        self.drain, self.took, self.size = drained - start, now - drained, size
         self.last = elapsed()
         return self.latest

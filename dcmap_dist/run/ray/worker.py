@@ -92,18 +92,20 @@ class Worker:
 
     def snapshot(self) -> bytes:
         """This worker's share of a consistent cut (taken when no step runs, so its outbox
-        is empty), pickled here: the coordinator keeps the bytes as they come, on its own
-        node, without building the objects (unpickling water's took it 0.4 s)."""
+        is empty) as bytes: its engine's share as one buffer (``Engine.take_share``: the
+        native core writes it, without a Python object per branch) and its counters. The
+        coordinator keeps the bytes as they come, on its own node."""
         engine = self.engine
-        share = WorkerSnapshot(state=engine.export(), iterations=engine.iterations, g_min=engine.g_min,
+        share = WorkerSnapshot(share=engine.take_share(by_value), iterations=engine.iterations, g_min=engine.g_min,
                                random_state=engine.random_state(), busy=self.busy)
-        return ray.cloudpickle.dumps(share, protocol=5)
+        return pickle.dumps(share, protocol=5)
 
     def restore(self, data: bytes) -> None:
         """Go on from a :meth:`snapshot`'s bytes (after :meth:`load`, which gave this worker a
         new owner number for the link records it makes from now on)."""
         share: WorkerSnapshot = pickle.loads(data)
-        self.engine.restore(share.state, share.iterations, share.g_min, share.random_state)
+        self.engine.restore(SearchState(), share.iterations, share.g_min, share.random_state)
+        self.engine.load_share(share.share)
         self.busy = share.busy
 
     def open_bound(self) -> float:

@@ -17,7 +17,15 @@
 //   mask sequences      u32 lengths, then their pool of mask indices
 //   item sequences      u32 lengths, then their pool of item indices
 //   long masks          u32 lengths (of the pool's words)
+//   share's tail        flag 2 only: u64 its length, then u64 count and i64 dominated records,
+//                       u64 count and per record i64 id, u64 length and its histories' bytes
 //   pickled messages    flag 1 only: the rest of the batch (the binding writes and reads it)
+//
+// A worker's share of a snapshot (flag 2: the core's own, never sent to another actor's
+// search) is written in the same format: its rows are its link entries (the key; the
+// branch's cost is the entry's best cost, its link the entry's record, the rest empty) and
+// its open branches (key kind OPEN_BRANCH, no key), its dominated records and histories
+// in the tail.
 //
 // The CRC is the binding's (zlib's, as Python's zlib.crc32): the reader here checks every
 // count, index and value, so that a batch that passes its CRC and is still wrong (another
@@ -42,6 +50,8 @@ static_assert(std::endian::native == std::endian::little, "batches are written a
 
 constexpr uint16_t BATCH_VERSION = 1;
 constexpr uint16_t MESSAGES_PICKLED = 1;
+constexpr uint16_t SHARE = 2;  // a worker's share of a snapshot, not completions
+constexpr int32_t OPEN_BRANCH = 4;  // a share's row of an open branch: a key kind of no key
 constexpr size_t BATCH_HEADER = 56;
 constexpr size_t CHECKED_FROM = 12;  // the CRC covers the batch from here on
 
@@ -110,36 +120,33 @@ class BatchWriter {
     BatchWriter(const Store<W>& store, int n, bool coded) : store_(&store), width_(batch_width(n)), coded_(coded) {}
 
     void add(const Arrival& a) {
-        Row r{};
-        r.cost = a.branch.cost;
-        r.estimate = a.branch.estimate;
-        r.bound = a.branch.bound;
-        r.link = a.branch.link;
-        r.key_layer = a.key.layer;
-        r.key_kind = a.key.kind;
-        const Key& k = a.key;
-        switch (k.kind) {
-            case LEAN_DONE:
-                r.parts[0] = item_seq(k.a), r.parts[1] = mask_seq(k.b), r.parts[2] = long_mask(k.c);
-                break;
-            case LEAN_INSIDE:
-                r.parts[0] = mask(k.a), r.parts[1] = mask(k.b), r.parts[2] = mask(k.c);
-                r.parts[3] = item_seq(k.d), r.parts[4] = mask_seq(k.e), r.parts[5] = long_mask(k.f);
-                break;
-            case FULL_DONE:
-                r.parts[0] = mask_seq(k.a), r.parts[1] = item_seq(k.b);
-                break;
-            default:
-                r.parts[0] = mask(k.a), r.parts[1] = mask(k.b), r.parts[2] = mask_seq(k.c), r.parts[3] = item_seq(k.d);
-        }
-        const Branch& b = a.branch;
-        r.layer = b.layer;
-        r.assigned = b.layer_done() ? NONE : mask(b.assigned);
-        r.comps = mask_seq(b.comps);
-        r.frontier = item_seq(b.frontier);
-        r.joins = mask_seq(b.joins);
-        r.fixed = mask(b.fixed);
+        Row r = key_row(a.key);
+        branch_into(r, a.branch);
         rows_.push_back(r);
+    }
+    // A share's rows: an open branch (no key), a link entry (its key, best cost and record).
+    void add_open(const Branch& b) {
+        Row r{};
+        r.key_kind = OPEN_BRANCH;
+        branch_into(r, b);
+        rows_.push_back(r);
+    }
+    void add_entry(const Key& key, const Entry& e) {
+        Row r = key_row(key);
+        Branch empty;
+        empty.cost = e.best;
+        empty.link = e.record;
+        empty.layer = key.layer;
+        empty.assigned = LAYER_DONE;
+        empty.comps = empty.frontier = empty.joins = store_->empty_seq;
+        empty.fixed = store_->zero_mask;
+        branch_into(r, empty);
+        rows_.push_back(r);
+    }
+    // Makes the batch a share, with its tail (dominated records and histories).
+    void set_tail(std::string tail) {
+        share_ = true;
+        tail_ = std::move(tail);
     }
 
     bool pickled() const { return !coded_; }
@@ -151,7 +158,8 @@ class BatchWriter {
         const BatchCounts c = counts();
         return BATCH_HEADER + 8 * (size_t{c.masks} * width_ + c.long_pool) + sizeof(Row) * c.rows +
                4 * (size_t{coded_ ? c.messages : 0} + 2 * size_t{c.items} + c.mask_seqs + c.mask_pool + c.item_seqs +
-                    c.item_pool + c.longs);
+                    c.item_pool + c.longs) +
+               (share_ ? 8 + tail_.size() : 0);
     }
 
     // Writes the batch (its CRC left 0 for the binding) into `out`, size() bytes.
@@ -160,7 +168,7 @@ class BatchWriter {
         std::memset(out, 0, BATCH_HEADER);
         std::memcpy(out, "DCMB", 4);
         put16(out + 4, BATCH_VERSION);
-        put16(out + 6, coded_ ? 0 : MESSAGES_PICKLED);
+        put16(out + 6, static_cast<uint16_t>((coded_ ? 0 : MESSAGES_PICKLED) | (share_ ? SHARE : 0)));
         uint32_t header[11] = {static_cast<uint32_t>(width_), c.rows, c.masks, c.messages, c.items, c.mask_seqs,
                                c.mask_pool, c.item_seqs, c.item_pool, c.longs, c.long_pool};
         std::memcpy(out + 12, header, sizeof(header));
@@ -181,16 +189,56 @@ class BatchWriter {
             uint32_t length = static_cast<uint32_t>(store_->words.get(id).size());
             at = put(at, &length, 1);
         }
+        if (share_) {
+            uint64_t length = tail_.size();
+            at = put(at, &length, 1);
+            put(at, tail_.data(), tail_.size());
+        }
     }
 
    private:
     const Store<W>* store_;
     int width_;
     bool coded_;
+    bool share_ = false;
+    std::string tail_;
     BatchIndex masks_, messages_, items_, mask_seqs_, item_seqs_, longs_;
     std::vector<Row> rows_;
     std::vector<uint32_t> message_masks_, items_data_, mask_lengths_, mask_pool_, item_lengths_, item_pool_;
     size_t long_pool_ = 0;
+
+    Row key_row(const Key& k) {
+        Row r{};
+        r.key_layer = k.layer;
+        r.key_kind = k.kind;
+        switch (k.kind) {
+            case LEAN_DONE:
+                r.parts[0] = item_seq(k.a), r.parts[1] = mask_seq(k.b), r.parts[2] = long_mask(k.c);
+                break;
+            case LEAN_INSIDE:
+                r.parts[0] = mask(k.a), r.parts[1] = mask(k.b), r.parts[2] = mask(k.c);
+                r.parts[3] = item_seq(k.d), r.parts[4] = mask_seq(k.e), r.parts[5] = long_mask(k.f);
+                break;
+            case FULL_DONE:
+                r.parts[0] = mask_seq(k.a), r.parts[1] = item_seq(k.b);
+                break;
+            default:
+                r.parts[0] = mask(k.a), r.parts[1] = mask(k.b), r.parts[2] = mask_seq(k.c), r.parts[3] = item_seq(k.d);
+        }
+        return r;
+    }
+    void branch_into(Row& r, const Branch& b) {
+        r.cost = b.cost;
+        r.estimate = b.estimate;
+        r.bound = b.bound;
+        r.link = b.link;
+        r.layer = b.layer;
+        r.assigned = b.layer_done() ? NONE : mask(b.assigned);
+        r.comps = mask_seq(b.comps);
+        r.frontier = item_seq(b.frontier);
+        r.joins = mask_seq(b.joins);
+        r.fixed = mask(b.fixed);
+    }
 
     BatchCounts counts() const {
         BatchCounts c;
@@ -268,8 +316,9 @@ class BatchReader {
         if (version != BATCH_VERSION)
             fail("it is of format version " + std::to_string(version) + ", this dcmap reads version " +
                  std::to_string(BATCH_VERSION));
-        if (flags > MESSAGES_PICKLED) fail("unknown flags " + std::to_string(flags));
-        pickled_ = flags == MESSAGES_PICKLED;
+        if (flags > (MESSAGES_PICKLED | SHARE)) fail("unknown flags " + std::to_string(flags));
+        pickled_ = flags & MESSAGES_PICKLED;
+        share_ = flags & SHARE;
         uint32_t header[11];
         std::memcpy(header, data + 12, sizeof(header));
         width_ = header[0];
@@ -289,10 +338,17 @@ class BatchReader {
         item_lengths_ = take(size_t{c_.item_seqs} * 4);
         item_pool_ = take(size_t{c_.item_pool} * 4);
         long_lengths_ = take(size_t{c_.longs} * 4);
+        if (share_) {
+            uint64_t length;
+            std::memcpy(&length, data + take(8), 8);
+            tail_ = take(length);
+            tail_size_ = length;
+        }
         if (!pickled_ && at_ != size_) fail("it has " + std::to_string(size_ - at_) + " bytes past its end");
     }
 
     bool pickled() const { return pickled_; }
+    bool share() const { return share_; }
     size_t pickled_at() const { return at_; }  // where the pickled messages begin
     uint32_t messages() const { return c_.messages; }
     uint32_t rows() const { return c_.rows; }
@@ -302,6 +358,47 @@ class BatchReader {
     // or null: each message is the id of its mask in `store`.
     template <int W>
     std::vector<Arrival> arrivals(Store<W>& store, const std::vector<Id>* message_ids) const {
+        if (share_) fail("it is a worker's share of a snapshot, not completions");
+        return rows(store, message_ids);
+    }
+
+    // A share's rows (see the top): its open branches (key kind OPEN_BRANCH) and its link
+    // entries (the branch's cost the entry's best cost, its link the entry's record).
+    template <int W>
+    std::vector<Arrival> share_rows(Store<W>& store, const std::vector<Id>* message_ids) const {
+        if (!share_) fail("it is a batch of completions, not a worker's share");
+        return rows(store, message_ids);
+    }
+
+    // A share's dominated records and histories (record, its histories' bytes).
+    void share_tail(std::vector<int64_t>* dominated, std::vector<std::pair<int64_t, std::string>>* histories) const {
+        size_t at = 0;
+        auto take_u64 = [&]() {
+            if (tail_size_ - at < 8) fail("its share's tail is shorter than its counts say");
+            uint64_t v;
+            std::memcpy(&v, data_ + tail_ + at, 8);
+            at += 8;
+            return v;
+        };
+        uint64_t count = take_u64();
+        if (count > (tail_size_ - at) / 8) fail("its share's tail is shorter than its counts say");
+        dominated->resize(count);
+        for (uint64_t k = 0; k < count; ++k) (*dominated)[k] = static_cast<int64_t>(take_u64());
+        count = take_u64();
+        for (uint64_t k = 0; k < count; ++k) {
+            int64_t record = static_cast<int64_t>(take_u64());
+            uint64_t length = take_u64();
+            if (record < 0) fail("a negative record in its share's tail");
+            if (length > tail_size_ - at) fail("its share's tail is shorter than its counts say");
+            histories->emplace_back(record, std::string(reinterpret_cast<const char*>(data_ + tail_ + at), length));
+            at += length;
+        }
+        if (at != tail_size_) fail("its share's tail has bytes past its end");
+    }
+
+   private:
+    template <int W>
+    std::vector<Arrival> rows(Store<W>& store, const std::vector<Id>* message_ids) const {
         if (message_ids && message_ids->size() != c_.messages)
             fail("the messages given are not the batch's");
         if (!message_ids && pickled_) fail("its messages are pickled, and none were given");
@@ -368,7 +465,8 @@ class BatchReader {
                 fail("a branch's costs must be numbers, not nan");
             if (r.link < -1) fail("a branch's link record is negative");
             if (r.layer < 0 || r.layer > l_max_) fail("a branch's layer out of range");
-            if (r.key_kind < LEAN_DONE || r.key_kind > FULL_INSIDE || (r.key_kind >= FULL_DONE) != full_keys_)
+            const bool open = share_ && r.key_kind == OPEN_BRANCH;
+            if (!open && (r.key_kind < LEAN_DONE || r.key_kind > FULL_INSIDE || (r.key_kind >= FULL_DONE) != full_keys_))
                 fail("a link key of another kind than this search's");
             Key& key = out[k].key;
             key.layer = r.key_layer;
@@ -383,6 +481,10 @@ class BatchReader {
                 return dict[at];
             };
             switch (r.key_kind) {
+                case OPEN_BRANCH:
+                    if (r.key_layer) fail("an open branch's row with a key");
+                    unused(0);
+                    break;
                 case LEAN_DONE:
                     key.a = in(item_seqs, p[0], "a key's items"), key.b = in(mask_seqs, p[1], "a key's shape");
                     key.c = in(longs, p[2], "a key's blocked pairs");
@@ -415,6 +517,7 @@ class BatchReader {
         return out;
     }
 
+   public:
     // The masks of the batch's messages (its codes: for a store that holds them as objects).
     std::vector<uint64_t> message_words() const {
         if (pickled_) fail("its messages are pickled");
@@ -431,8 +534,10 @@ class BatchReader {
     int n_, l_max_;
     bool full_keys_;
     bool pickled_ = false;
+    bool share_ = false;
     uint32_t width_ = 0;
     BatchCounts c_;
+    size_t tail_ = 0, tail_size_ = 0;  // a share's tail: where it begins, its length
     size_t at_ = 0;
     size_t masks_ = 0, long_pool_ = 0, rows_ = 0, messages_ = 0, items_ = 0, mask_lengths_ = 0, mask_pool_ = 0,
            item_lengths_ = 0, item_pool_ = 0, long_lengths_ = 0;

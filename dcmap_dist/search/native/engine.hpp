@@ -138,6 +138,13 @@ class EngineBase {
     virtual std::vector<int64_t> history_ids() = 0;
     virtual bool histories(int64_t record, std::string* out) = 0;
     virtual std::vector<int64_t> dominated_records() const = 0;
+    // This engine's share of a snapshot as one buffer (batch.hpp, a share; its CRC left 0),
+    // taken between steps (what export gives: the outbox is not in it); `messages` gets
+    // the binding's ids of its messages, for it to pickle after the bytes (not `coded`).
+    virtual std::string take_share(bool coded, std::vector<Id>* messages) = 0;
+    // Takes over a share (what load takes: link entries and histories into its shard,
+    // dominated records, open branches); its messages as for receive_batch.
+    virtual void load_share(const uint8_t* data, size_t size, const std::vector<Id>* message_ids) = 0;
     virtual Footprint footprint() const = 0;
     // The built-in model runs natively from now on (a network of one component only: its
     // messages are node masks, held as mask ids).
@@ -324,6 +331,43 @@ class Engine final : public EngineBase {
         return true;
     }
     std::vector<int64_t> dominated_records() const override { return x_.dominated().records(); }
+    std::string take_share(bool coded, std::vector<Id>* messages) override {
+        BatchWriter<W> writer(store(), x_.problem.topo.n, coded);
+        for (const auto& [key, entry] : entries()) writer.add_entry(key, entry);
+        for (const Branch& b : x_.open_branches()) writer.add_open(b);
+        std::string tail;
+        auto put = [&tail](uint64_t v) { tail.append(reinterpret_cast<const char*>(&v), 8); };
+        std::vector<int64_t> dominated = dominated_records();
+        put(dominated.size());
+        for (int64_t record : dominated) put(static_cast<uint64_t>(record));
+        std::vector<int64_t> records = history_ids();
+        put(records.size());
+        std::string run;
+        for (int64_t record : records) {
+            if (!histories(record, &run)) throw std::logic_error("a record's histories went missing");
+            put(static_cast<uint64_t>(record));
+            put(run.size());
+            tail += run;
+        }
+        writer.set_tail(std::move(tail));
+        std::string out(writer.size(), '\0');
+        writer.write(reinterpret_cast<uint8_t*>(out.data()));
+        *messages = writer.messages();
+        return out;
+    }
+    void load_share(const uint8_t* data, size_t size, const std::vector<Id>* message_ids) override {
+        BatchReader r = reader(data, size);
+        std::vector<Arrival> rows = r.share_rows(store(), message_ids);
+        std::vector<int64_t> dominated;
+        std::vector<std::pair<int64_t, std::string>> histories;
+        r.share_tail(&dominated, &histories);
+        for (const Arrival& a : rows)
+            if (a.key.kind != OPEN_BRANCH) load_entry(a.key, a.branch.cost, a.branch.link);
+        for (const auto& [record, run] : histories) load_histories(record, run);
+        for (int64_t record : dominated) add_dominated(record);
+        for (const Arrival& a : rows)
+            if (a.key.kind == OPEN_BRANCH) adopt(a.branch);
+    }
     uint64_t collections() const override { return x_.collections(); }
     void use_model(const ModelData& m) override {
         const Topology<W>& topo = x_.problem.topo;

@@ -35,9 +35,14 @@ reading into a fresh engine's values without settling, reading and settling, and
 Python reference's encode and decode; bytes per arrival (:func:`formats`). Needs the
 native engine.
 
+``shares``: a worker's share of a snapshot as the engine's one buffer (``take_share``,
+``load_share``) against its export pickled, after ``--iterations`` expansions
+(:func:`shares`).
+
 Rows go to ``results/distributed-proof.csv``, ``results/distributed-workers.csv``,
-``results/distributed-latency.csv``, ``results/distributed-worker-overhead.csv`` and
-``results/distributed-crossing.csv`` (appended, with the command and date).
+``results/distributed-latency.csv``, ``results/distributed-worker-overhead.csv``,
+``results/distributed-crossing.csv`` and ``results/distributed-shares.csv`` (appended,
+with the command and date).
 
     python scripts/benchmark_distributed.py proof --networks insurance,water,seagrass-2slices
     python scripts/benchmark_distributed.py proof --networks insurance --workers 2 --repeat 3
@@ -46,6 +51,7 @@ Rows go to ``results/distributed-proof.csv``, ``results/distributed-workers.csv`
     python scripts/benchmark_distributed.py latency --networks seagrass-2slices --delays 100,1000,3000
     python scripts/benchmark_distributed.py overhead --networks insurance --iterations 200000 --repeat 3
     python scripts/benchmark_distributed.py formats --networks water,hepar2 --iterations 200000
+    python scripts/benchmark_distributed.py shares --networks water,hepar2 --iterations 500000
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ import datetime
 import math
 import multiprocessing
 import os
+import pickle
 import statistics
 import sys
 import time
@@ -418,6 +425,45 @@ def formats(args: argparse.Namespace) -> None:
         append(RESULTS / "distributed-crossing.csv", [row])
 
 
+def shares(args: argparse.Namespace) -> None:
+    """A worker's share of a snapshot as its engine's one buffer against its export pickled
+    (what a snapshot held before): after ``--iterations`` expansions of the first of two
+    shards, the seconds to take it (``take_share``; ``export`` and ``pickle.dumps``) and
+    to take it back into a fresh engine (``load_share``; ``pickle.loads`` and ``load``,
+    the engine's own making taken off), and its bytes. The fastest of ``--repeat`` passes
+    (at least 3)."""
+    from dcmap_dist.cost.dcmap import DcmapCost
+    from dcmap_dist.limits import Limits, Stopwatch
+    from dcmap_dist.search.engine import new_engine
+    from dcmap_dist.search.problem import Problem
+
+    for label in args.networks.split(","):
+        net, order = network(label)
+
+        def fresh():
+            return new_engine(Problem(net, DcmapCost(order), "merge"), 0.6, 0, 1, 0, 2)
+
+        engine = fresh()
+        root = engine.problem.root()
+        engine.receive([(engine.problem.link_key(root), root)])
+        engine.step(Stopwatch(Limits()), max_iterations=args.iterations)
+        engine.take_batches(2)
+        passes = max(args.repeat, 3)
+        take, share = fastest(passes, engine.take_share)
+        export, pickled = fastest(passes, lambda: pickle.dumps(engine.export(), protocol=5))
+        make, _ = fastest(passes, fresh)
+        load, _ = fastest(passes, lambda: fresh().load_share(share))
+        unpickle, _ = fastest(passes, lambda: fresh().load(pickle.loads(pickled)))
+        row = {"network": label, "engine": type(engine).__name__, "iterations": engine.iterations,
+               "items": engine.open_count() + engine.link_records, "take_share_s": round(take, 4),
+               "export_pickle_s": round(export, 4), "load_share_s": round(load - make, 4),
+               "unpickle_load_s": round(unpickle - make, 4), "share_mb": round(len(share) / 2**20, 2),
+               "pickle_mb": round(len(pickled) / 2**20, 2)}
+        print(row, flush=True)
+        stamp([row], args)
+        append(RESULTS / "distributed-shares.csv", [row])
+
+
 FIXED_CODE = """
 import json, sys, time
 from dcmap_dist import load_network, solve
@@ -484,7 +530,7 @@ def stamp(rows: list[dict], args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=("proof", "scaling", "latency", "overhead", "formats", "fixed"))
+    parser.add_argument("part", choices=("proof", "scaling", "latency", "overhead", "formats", "shares", "fixed"))
     parser.add_argument("--networks", default="insurance,water,seagrass-2slices")
     parser.add_argument("--link-tables", default=None,
                         help="proof: sharded (the default), scaling: sharded,coordinator (the default)")
@@ -498,7 +544,8 @@ def main() -> None:
                         help="proof: the Ray worker counts run after the serial search (1,2); scaling: 1,2,4,8")
     parser.add_argument("--capacity", action="store_true",
                         help="proof: also run two serial searches at once (the machine's two-core ceiling)")
-    parser.add_argument("--iterations", type=int, default=200_000, help="overhead, formats: expansions per run")
+    parser.add_argument("--iterations", type=int, default=200_000,
+                        help="overhead, formats: expansions per run; shares: before the share is taken")
     parser.add_argument("--repeat", type=int, default=1,
                         help="proof, overhead: run the serial search and the Ray runs this many times, alternating;"
                              " formats: passes over the batches (at least 5)")
@@ -508,8 +555,8 @@ def main() -> None:
     if args.link_tables is None:
         args.link_tables = "sharded,coordinator" if args.part == "scaling" else "sharded"
     os.nice(15 - os.nice(0))  # the serial run at the niceness Ray gives its workers (15): same footing
-    if args.part in ("latency", "overhead", "formats", "fixed"):  # no Ray here (fixed: in fresh processes)
-        {"latency": latency, "overhead": overhead, "formats": formats, "fixed": fixed}[args.part](args)
+    if args.part in ("latency", "overhead", "formats", "shares", "fixed"):  # no Ray (fixed: in fresh processes)
+        {"latency": latency, "overhead": overhead, "formats": formats, "shares": shares, "fixed": fixed}[args.part](args)
         return
     import ray
 

@@ -8,8 +8,9 @@ The coordinator runs on the driver's node (:func:`.cluster.pooled_coordinator`),
 keeps its snapshots there: a lost node takes workers, never the means to recover them.
 A worker is lost when Ray says it died or when it has not answered for
 ``silent_steps`` steps of 0.1 s (a frozen node, a cut network: :func:`.steps.silence`). Recovery
-(:meth:`Coordinator._recover`) starts replacements only on nodes Ray reports alive
-with a CPU free, waits for them for :data:`PLACE_SECONDS` at most, and goes on with
+(:meth:`Coordinator._recover`, of the parts in :mod:`.recovery`) starts replacements
+only on nodes Ray reports alive with a CPU free, waits for them for
+:data:`~.recovery.PLACE_SECONDS` at most, and goes on with
 fewer workers when none can be placed (the snapshot's state shared out anew over the
 workers left, as a resumption on another number of workers is); when no worker is
 left, or the recovery itself fails, it raises :class:`~.protocol.WorkersLost`, which the
@@ -30,43 +31,24 @@ from ...limits import Limits, StepEnd, StopReason, Stopwatch, memory_mb
 from ...progress import Progress
 from ...search import batches
 from ...search.branch import Branch
-from ...search.engine import Engine, new_engine, share_state
+from ...search.engine import Engine, new_engine
 from ...search.histories import Histories, gather_histories
 from ...search.linking import route
-from ...search.problem import Problem
 from ...search.state import Improvement, Resumption, SearchState
-from .protocol import (SILENT_STEPS, Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepOrder,
+from .protocol import (LOOKUPS, SILENT_STEPS, Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepOrder,
                        StepReport, Totals, TurnReport, WorkersLost)
+from .recovery import (INTERRUPTED_SECONDS, LOST, PING_SECONDS, PLACE_SECONDS, POLL_SECONDS, WorkerSilent,
+                       answering, free_spots, merged, said, sort_out)
 from .snapshots import Snapshots
 from .steps import (BOUND_SECONDS, QUEUED_STEPS, WorkerSlot, deal, iteration_caps, silence,
                     step_seconds)
 from .worker import Worker, by_value
 
-__all__ = ["CONTROL", "Coordinator", "LOOKUPS", "PING_SECONDS", "PLACE_SECONDS", "WorkerSilent"]
+__all__ = ["CONTROL", "Coordinator"]
 
-LOOKUPS = "lookups"  # a worker's thread for history lookups (improvements' mappings while the search runs)
 CONTROL = "control"  # the coordinator's thread for halt, answered while a turn or a recovery runs
-PLACE_SECONDS = 60.0  # how long a new worker may take to start (Ray starts its process) before it is given up
-PING_SECONDS = 10.0  # how long a worker may take to answer whether it lives, in a recovery
-POLL_SECONDS = 0.25  # how often a wait looks whether the search was halted meanwhile
 SAVE_SECONDS = 600.0  # how long a worker may take to save, send or take back its share of a snapshot
-INTERRUPTED_SECONDS = 5.0  # a signal stopped the search: a worker that takes longer to answer is lost
 LAG_STEPS = 10  # a step running this many step lengths after its worker's last answer is late
-# what says a worker is lost: Ray's word that it died or is unreachable, a batch it made lost
-# with its node (a step that takes it fails), or no answer in time (WorkerSilent)
-LOST = (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError)
-
-
-class WorkerSilent(ray.exceptions.RayActorError):
-    """A worker has not answered within its time (a frozen node, a cut network): it is
-    treated as lost, as a dead one is."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(error_msg=what)
-        self.what = what
-
-    def __str__(self) -> str:
-        return self.what
 
 
 class Coordinator:
@@ -460,7 +442,7 @@ class Coordinator:
         meanwhile (another worker lost, Ray itself) ends in :class:`WorkersLost`."""
         snap = self.snapshots.latest
         if snap is None:
-            raise WorkersLost(f"a worker was lost ({_said(lost)}) and no snapshot was taken (snapshots are off), "
+            raise WorkersLost(f"a worker was lost ({said(lost)}) and no snapshot was taken (snapshots are off), "
                               "so the search cannot go on exactly")
         for attempt in range(3):  # a node lost takes its workers one after another
             try:
@@ -471,8 +453,8 @@ class Coordinator:
             except WorkersLost:
                 raise
             except Exception as exc:  # noqa: BLE001 - Ray's own failures: the lost-Ray path, not a bug report
-                raise WorkersLost(f"the recovery from a lost worker failed: {_said(exc)}") from exc
-        raise WorkersLost(f"workers went on being lost during the recovery ({_said(lost)})")
+                raise WorkersLost(f"the recovery from a lost worker failed: {said(exc)}") from exc
+        raise WorkersLost(f"workers went on being lost during the recovery ({said(lost)})")
 
     def _recover_to(self, snap: Snapshot, lost: Exception | None) -> None:
         started = time.perf_counter()
@@ -482,7 +464,7 @@ class Coordinator:
         if missing > 0 and self.stop != StopReason.INTERRUPTED:
             live += self._replace(missing, suspects)
         if not live:
-            raise WorkersLost(f"every worker was lost ({_said(lost)}) and no live node has a CPU free for another")
+            raise WorkersLost(f"every worker was lost ({said(lost)}) and no live node has a CPU free for another")
         self.actors = live
         now = self.totals  # what the recoveries and snapshots cost is not undone
         totals = replace(snap.totals, recoveries=now.recoveries + 1, rolled_back=now.rolled_back + rolled,
@@ -495,7 +477,7 @@ class Coordinator:
             self._save_get([slot.actor.restore.remote(state) for slot, state in zip(self.slots, snap.workers)])
         else:  # the snapshot's state shared out anew, as a resumption on this many workers is
             self.size = len(live)
-            merged = _merged(snap, self.engine.problem)
+            merged = merged(snap, self.engine.problem)
             empty = [[] for _ in range(self.size)]
             self._build(SearchState(), snap.g_min, snap.iterations, snap.trace, totals,
                         [StepReport() for _ in range(self.size)], empty, empty, PLACE_SECONDS)
@@ -503,44 +485,25 @@ class Coordinator:
         if self.stop == StopReason.FINISHED:  # a snapshot is never of a finished search: it goes on
             self.stop = None
         self.notes.append(
-            f"a worker was lost ({_said(lost)}); the search went back to its snapshot at iteration "
+            f"a worker was lost ({said(lost)}); the search went back to its snapshot at iteration "
             f"{snap.iterations:,} ({rolled:,} iterations to do again) and goes on with {self.size} workers"
             f"{'' if self.size == before else f' (was {before})'}: {answered} went on, {len(live) - answered} "
             f"started of {missing} missing; the recovery took {time.perf_counter() - started:.1f} s")
 
     def _live_actors(self) -> tuple[list[Any], set[str]]:
-        """The workers that answer within :data:`PING_SECONDS` (the others are killed), and
-        the suspect nodes: those of workers that did not answer, where none did, other
-        than this one (Ray may report a lost node alive, with its CPUs free, for many
-        seconds: no replacement is placed there)."""
+        """The workers that answer within :data:`~.recovery.PING_SECONDS` and were fed by
+        none that did not (the others are killed), and the suspect nodes (:func:`~.recovery.sort_out`)."""
         # a live worker answers at once: once interrupted, no need to wait long
         answered = self._answering(self.actors, min(self.silent, PING_SECONDS), INTERRUPTED_SECONDS)
-        # a live worker whose steps take a lost worker's batches would wait for them until Ray
-        # gives them up (for as long as Ray takes to notice a lost node): it is started anew
         fed = [set().union(*slot.fed) for slot in self.slots] if len(self.slots) == len(self.actors) else None
-        silent = set(range(len(self.actors))) - answered
-        live, suspects, sound, self.freed = [], set(), {ray.get_runtime_context().get_node_id()}, []
-        for i, actor in enumerate(self.actors):
-            node = self.nodes[i] if i < len(self.nodes) else None
-            stuck = fed is None or bool(fed[i] & silent)
-            if i in answered and not stuck:
-                live.append(actor)
-                sound.add(node)
-            else:
-                ray.kill(actor, no_restart=True)
-                if i in answered:
-                    sound.add(node)
-                    self.freed.append(node)  # a CPU on a live node, free again
-                else:
-                    suspects.add(node)
-        self.freed = [node for node in self.freed if node is not None]
-        return live, suspects - sound - {None}
+        live, suspects, self.freed = sort_out(self.actors, self.nodes, answered, fed)
+        return live, suspects
 
     def _replace(self, wanted: int, suspects: set[str]) -> list[Any]:
         """Up to ``wanted`` new workers, on nodes Ray reports alive with a CPU free, but
         not on the ``suspects`` (nodes of lost workers); those not started within
-        :data:`PLACE_SECONDS` (or before the search is interrupted) are given up."""
-        spots = (self.freed + _free_spots(self.cpus, suspects))[:wanted]
+        :data:`~.recovery.PLACE_SECONDS` (or before the search is interrupted) are given up."""
+        spots = (self.freed + free_spots(self.cpus, suspects))[:wanted]
         self.freed = []
         if not spots:
             return []
@@ -552,28 +515,9 @@ class Coordinator:
         return [actor for i, actor in enumerate(started) if i in answered]
 
     def _answering(self, actors: list[Any], seconds: float, grace: float) -> set[int]:
-        """The indices of the ``actors`` whose ping, asked in their lookups thread (a live
-        worker answers it even while its queued steps wait on a lost worker's batches),
-        answers within ``seconds``; once the search is interrupted, within ``grace``
-        seconds of the interruption."""
-        pings = {actor.pid.options(concurrency_group=LOOKUPS).remote(): i for i, actor in enumerate(actors)}
-        answered: set[int] = set()
-        start = time.perf_counter()
-        deadline = start + seconds
-        while pings:
-            if self.stop == StopReason.INTERRUPTED:
-                deadline = min(deadline, max(self.halted, start) + grace)
-            if time.perf_counter() >= deadline:
-                break
-            ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=POLL_SECONDS)
-            for ref in ready:
-                i = pings.pop(ref)
-                try:
-                    ray.get(ref)
-                    answered.add(i)
-                except ray.exceptions.RayError:
-                    pass
-        return answered
+        """:func:`~.recovery.answering`, with ``grace`` seconds once the search is interrupted."""
+        return answering(actors, seconds, grace,
+                         lambda: self.halted if self.stop == StopReason.INTERRUPTED else None)
 
     def cut(self) -> Cut:
         """A fresh consistent cut for a checkpoint: the snapshot's parts and the counters."""
@@ -696,51 +640,3 @@ class Coordinator:
         for part in self._save_get(calls):
             found.update(part)
         return found
-
-
-def _said(error: Exception | None) -> str:
-    """An error's first line, short."""
-    if error is None:
-        return "no answer"
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0][:200] if text else ''}".rstrip(": ")
-
-
-def _merged(snap: Snapshot, problem: Problem) -> SearchState:
-    """A snapshot's whole state in one (each worker's share, the coordinator's, the
-    batches in flight as arrivals, the notices unheard as dominated records), to be
-    shared out over another number of workers (of a search of ``problem``)."""
-    merged = pickle.loads(snap.own)
-    histories = dict(merged.histories.items())
-    for part in snap.workers:
-        state = share_state(problem, pickle.loads(part).share)
-        merged.branches += state.branches
-        merged.arrivals += state.arrivals
-        merged.entries.update(state.entries)
-        histories.update(state.histories.items())
-        merged.dominated.update(state.dominated)
-    merged.histories = histories
-    for inbox in snap.inbox:
-        for batch in inbox:
-            if batch:
-                merged.arrivals += batches.decode(batch, problem.topo.n)
-    for notices in snap.unheard:
-        merged.dominated.update(notices)
-    return merged
-
-
-def _free_spots(cpus: float, suspects: set[str]) -> list[str]:
-    """A node for each worker of ``cpus`` CPUs that the live nodes other than the
-    ``suspects`` have room for now."""
-    alive = [node["NodeID"] for node in ray.nodes() if node.get("Alive")]
-    try:  # Ray's own view of each node's free resources
-        free = ray._private.state.available_resources_per_node()
-    except Exception:  # noqa: BLE001 - another Ray layout: count on every live node's CPUs
-        free = {node["NodeID"]: node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")}
-    spots = []
-    for node in (n for n in alive if n not in suspects):
-        room = free.get(node, {}).get("CPU", 0.0)
-        while room >= cpus - 1e-9:
-            spots.append(node)
-            room -= cpus
-    return spots

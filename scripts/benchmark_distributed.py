@@ -427,8 +427,8 @@ def formats(args: argparse.Namespace) -> None:
 
 def shares(args: argparse.Namespace) -> None:
     """A worker's share of a snapshot as its engine's one buffer against its export pickled
-    (what a snapshot held before): after ``--iterations`` expansions of the first of two
-    shards, the seconds to take it (``take_share``; ``export`` and ``pickle.dumps``) and
+    (what a snapshot held before): after ``--iterations`` expansions of one engine that
+    holds the whole link table (the serial search's share), the seconds to take it (``take_share``; ``export`` and ``pickle.dumps``) and
     to take it back into a fresh engine (``load_share``; ``pickle.loads`` and ``load``,
     the engine's own making taken off), and its bytes. The fastest of ``--repeat`` passes
     (at least 3)."""
@@ -441,13 +441,12 @@ def shares(args: argparse.Namespace) -> None:
         net, order = network(label)
 
         def fresh():
-            return new_engine(Problem(net, DcmapCost(order), "merge"), 0.6, 0, 1, 0, 2)
+            return new_engine(Problem(net, DcmapCost(order), "merge"), 0.6, 0, 0)
 
         engine = fresh()
         root = engine.problem.root()
         engine.receive([(engine.problem.link_key(root), root)])
         engine.step(Stopwatch(Limits()), max_iterations=args.iterations)
-        engine.take_batches(2)
         passes = max(args.repeat, 3)
         take, share = fastest(passes, engine.take_share)
         export, pickled = fastest(passes, lambda: pickle.dumps(engine.export(), protocol=5))

@@ -49,6 +49,7 @@ class Audit:
         self._model = model
         self._clusters: dict[int, str | None] = {}
         self._layers: dict[tuple, tuple[float, int]] = {}  # a cluster-layer and its children's ids -> cost, id
+        self._splits: dict[int, list[tuple[int, int, list[int], list[int]]]] = {}  # see _split
         self._answers: list[tuple[float, Hashable]] = []  # by id: the model's cost and message
 
     def check(self, clusters: tuple[int, ...] | list[int], cost: float) -> None:
@@ -81,35 +82,56 @@ class Audit:
         children's: each distinct one is asked of the model once, however many tied
         mappings share it."""
         topo = self.topo
-        cluster_of = {}
-        layers: dict[tuple[int, int], int] = {}
-        for k, cluster in enumerate(clusters):
-            for i in bits(cluster):
-                cluster_of[i] = k
-                layers[topo.layer[i], k] = layers.get((topo.layer[i], k), 0) | 1 << i
-        owner: dict[int, tuple[int, int]] = {}  # node -> (its cluster-layer's mask, key id)
+        parts = sorted((layer, k, members, nodes, children)
+                       for k, cluster in enumerate(clusters) for layer, members, nodes, children in self._split(cluster))
+        owner: dict[int, tuple[int, int, int]] = {}  # node -> its cluster-layer's mask, key id and cluster
         total = 0.0
-        for (layer, k), members in sorted(layers.items()):
+        for layer, k, members, nodes, children in parts:
             kids: dict[int, tuple[int, bool]] = {}
-            for i in bits(members):
-                for j in bits(topo.children[i]):
-                    mask, ident = owner[j]
-                    kids[mask] = (ident, cluster_of[j] == k)
+            for j in children:
+                mask, ident, cluster = owner[j]
+                kids[mask] = (ident, cluster == k)
             key = (members, tuple(sorted(kids.values())))
             got = self._layers.get(key)
             if got is None:
-                children = sort_children(ChildClusterLayer(topo.names(mask), topo.layer[(mask & -mask).bit_length() - 1],
-                                                           same, self._answers[ident][1])
-                                         for mask, (ident, same) in kids.items())
-                ctx = CostContext(topo.names(members), layer, self.graph, children)
-                given = self._given.get((ctx.nodes, ctx.layer, ctx.children))
-                value, message = given if given is not None else self._model.evaluate(ctx)
-                got = self._layers[key] = (checked_cost(value, ctx), len(self._answers))
-                self._answers.append((got[0], message))
+                got = self._layers[key] = self._ask(members, layer, kids)
             total += got[0]
-            for i in bits(members):
-                owner[i] = (members, got[1])
+            held = (members, got[1], k)
+            for i in nodes:
+                owner[i] = held
         return total
+
+    def _split(self, cluster: int) -> list[tuple[int, int, list[int], list[int]]]:
+        """A cluster's cluster-layers, from layer 0 up: each one's layer, mask, nodes and
+        its nodes' children (remembered: tied mappings share most of their clusters)."""
+        got = self._splits.get(cluster)
+        if got is None:
+            topo = self.topo
+            layers: dict[int, int] = {}
+            for i in bits(cluster):
+                layers[topo.layer[i]] = layers.get(topo.layer[i], 0) | 1 << i
+            got = []
+            for layer, members in sorted(layers.items()):
+                children = 0
+                for i in bits(members):
+                    children |= topo.children[i]
+                got.append((layer, members, bits(members), bits(children)))
+            self._splits[cluster] = got
+        return got
+
+    def _ask(self, members: int, layer: int, kids: dict[int, tuple[int, bool]]) -> tuple[float, int]:
+        """The model's cost of a cluster-layer whose children's cluster-layers are ``kids``
+        (mask -> key id, whether in the same cluster), and the id it is kept under."""
+        topo = self.topo
+        children = sort_children(ChildClusterLayer(topo.names(mask), topo.layer[(mask & -mask).bit_length() - 1],
+                                                   same, self._answers[ident][1])
+                                 for mask, (ident, same) in kids.items())
+        ctx = CostContext(topo.names(members), layer, self.graph, children)
+        given = self._given.get((ctx.nodes, ctx.layer, ctx.children))
+        value, message = given if given is not None else self._model.evaluate(ctx)
+        got = (checked_cost(value, ctx), len(self._answers))
+        self._answers.append((got[0], message))
+        return got
 
     def _named(self, clusters, problem: str) -> str:
         shown = " ".join("{" + ", ".join(c) + "}" for c in mapping_names(self.topo, clusters) if len(c) > 1)

@@ -477,11 +477,11 @@ class Coordinator:
             self._save_get([slot.actor.restore.remote(state) for slot, state in zip(self.slots, snap.workers)])
         else:  # the snapshot's state shared out anew, as a resumption on this many workers is
             self.size = len(live)
-            merged = merged(snap, self.engine.problem)
+            whole = merged(snap, self.engine.problem)
             empty = [[] for _ in range(self.size)]
             self._build(SearchState(), snap.g_min, snap.iterations, snap.trace, totals,
                         [StepReport() for _ in range(self.size)], empty, empty, PLACE_SECONDS)
-            self._distribute(merged)
+            self._distribute(whole)
         if self.stop == StopReason.FINISHED:  # a snapshot is never of a finished search: it goes on
             self.stop = None
         self.notes.append(

@@ -82,8 +82,8 @@ class Audit:
         children's: each distinct one is asked of the model once, however many tied
         mappings share it."""
         topo = self.topo
-        parts = sorted((layer, k, members, nodes, children)
-                       for k, cluster in enumerate(clusters) for layer, members, nodes, children in self._split(cluster))
+        parts = sorted((layer, k, members, nodes, children) for k, cluster in enumerate(clusters)
+                       for layer, members, nodes, children in self._split(cluster))
         owner: dict[int, tuple[int, int, int]] = {}  # node -> its cluster-layer's mask, key id and cluster
         total = 0.0
         for layer, k, members, nodes, children in parts:

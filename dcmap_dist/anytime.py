@@ -19,11 +19,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from .limits import COST_CALL, SearchInterrupted, StopReason, Stopwatch, memory_mb
 from .model.mappings import given_nodes, mapping_names
 from .model.network import Network
 from .progress import Progress
 from .search.audit import Audit
-from .search.heuristics import all_singletons
+from .search.heuristics import first_prices
 from .search.problem import Problem
 from .search.tolerance import within
 
@@ -38,20 +39,48 @@ class Anytime:
     of a solve of ``network`` over ``problems`` (its components) started at ``start``
     (``time.perf_counter``)."""
 
-    def __init__(self, network: Network, problems: list[Problem], method: str, start: float) -> None:
+    def __init__(self, network: Network, problems: list[Problem], method: str, start: float,
+                 watch: Stopwatch | None = None) -> None:
         self.network = network
         self.start = start
         searched = method == "dcmap"
-        self.costs = [all_singletons(p).cost if searched else math.nan for p in problems]
+        self.costs = [math.nan] * len(problems)
         self.clusters: list[list[list[str]] | None] = [
             sorted([x] for x in p.network.nodes) if searched else None for p in problems]
-        self.bounds_of = [p.score(p.root()).bound for p in problems]
+        self.bounds_of = [0.0] * len(problems)
+        self.stopped: StopReason | None = None  # a limit reached while pricing (see _price)
+        self.doing: str | None = None  # and how far the pricing was then
+        self.iterations = 0  # of the components searched so far (see finish)
+        self._price(problems, searched, watch)
         self.nodes = [set(p.network.nodes) for p in problems]
         self.problems = problems
         # every reported mapping is checked first (search/audit.py)
         self.audits = [Audit(p.network, p.graph, p.model, p.scheme, p.topo, p.slow_answers) for p in problems]
         self.trace: list[dict[str, Any]] = []
         self.bounds: list[dict[str, float]] = []
+
+    def _price(self, problems: list[Problem], searched: bool, watch: Stopwatch | None) -> None:
+        """Before any search, price each component's all-singletons mapping (DCMAP's stand-in)
+        and its root bound: one call of the cost model per node at least. A slow model's
+        calls are followed by a check of ``watch``'s limits, as in the search: a limit
+        reached stops the pricing (:attr:`stopped`), what is priced is kept, and
+        :data:`COST_CALL` tells a signal's message how far the pricing is."""
+        nodes = sum(len(p.network.nodes) for p in problems)
+        done = 0
+
+        def priced(_node: int) -> None:
+            nonlocal done
+            done += 1
+            COST_CALL.doing = f"pricing each node as its own cluster before the search ({done} of {nodes} priced)"
+
+        try:
+            for k, problem in enumerate(problems):
+                self.costs[k], self.bounds_of[k] = first_prices(problem, searched, watch, priced)
+        except SearchInterrupted as stop:
+            self.stopped = StopReason(stop.args[0])
+            self.doing = COST_CALL.doing or "pricing the leaves before the search"
+        finally:
+            COST_CALL.doing = None
 
     def restore(self, trace: list[dict[str, Any]], bounds: list[dict[str, float]],
                 costs: dict[int, tuple[float, float]]) -> None:
@@ -66,13 +95,17 @@ class Anytime:
                 self.clusters[k] = [c for c in trace[-1]["clusters"] if c[0] in nodes]
 
     def listeners(self, k: int, offset: int, on_improvement: Callable | None,
-                  on_progress: Callable[[Progress], None] | None) -> tuple[Callable, Callable[[Progress], None]]:
+                  on_progress: Callable[[Progress], None] | None, searched_before: float = 0.0
+                  ) -> tuple[Callable, Callable[[Progress], None]]:
         """The ``on_improvement`` and ``on_progress`` callbacks of component ``k``'s
         search (``offset``: the iterations of the components before it), which record
-        and pass the totals on to the caller's."""
+        and pass the totals on to the caller's. An improvement is timed by the search's
+        own clock (its seconds, ``searched_before`` of them before a resumption), read
+        on the solve's: a search on Ray workers is heard of a report later."""
         problem = self.problems[k]
+        base = time.perf_counter() - self.start - searched_before  # the solve's seconds at the search's 0
 
-        def improved(cost: float, iteration: int, _seconds: float, clusters: tuple[int, ...] | None) -> None:
+        def improved(cost: float, iteration: int, searched: float, clusters: tuple[int, ...] | None) -> None:
             if clusters is not None:
                 self.audits[k].check(clusters, cost)
             self.costs[k] = cost
@@ -80,7 +113,7 @@ class Anytime:
             total = sum(self.costs)
             if math.isnan(total) or (self.trace and within(self.trace[-1]["cost"], total)):
                 return  # not every component has a mapping yet, or the total did not fall
-            seconds = time.perf_counter() - self.start
+            seconds = min(time.perf_counter() - self.start, max(0.0, base + searched))
             point: dict[str, Any] = {"iteration": offset + iteration, "seconds": seconds, "cost": total}
             if all(c is not None for c in self.clusters):
                 point["clusters"] = sorted(c for part in self.clusters for c in part)
@@ -113,7 +146,16 @@ class Anytime:
     def finish(self, k: int, offset: int, best: float, lower_bound: float) -> None:
         """Component ``k`` ended at iteration ``offset`` of the solve: its best cost and bound."""
         self.costs[k] = best
+        self.iterations = offset
         self._sample(offset, k, lower_bound, True)
+
+    def listing_progress(self, listed: int) -> Progress:
+        """The solve's progress once every component is searched, ``listed`` optimal
+        mappings listed so far."""
+        elapsed = time.perf_counter() - self.start
+        return Progress(iterations=self.iterations, best_cost=sum(self.costs), lower_bound=sum(self.bounds_of),
+                        open_branches=0, elapsed_seconds=elapsed, rate=0.0, peak_memory_mb=memory_mb(),
+                        component=len(self.problems) - 1, components=len(self.problems), listed=listed)
 
     def _sample(self, iteration: int, k: int, bound: float, always: bool) -> None:
         """Keep a sample of the total bound, component ``k`` being at ``bound``, when

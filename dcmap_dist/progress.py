@@ -36,6 +36,7 @@ class Progress:
     workers: int = 1  # processes searching (Ray workers, or 1)
     component: int | None = None  # the component being searched, counted from 0
     components: int | None = None  # how many the network has
+    listed: int | None = None  # once every component is searched: optimal mappings listed so far
 
     @property
     def gap(self) -> float:

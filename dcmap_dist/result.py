@@ -4,11 +4,12 @@ as JSON."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import platform
-from collections.abc import Hashable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass, field, fields
 from importlib.metadata import version
 from typing import Any
 
@@ -17,6 +18,8 @@ from .io.outputs import json_cost
 from .limits import StopReason
 
 __all__ = ["Solution", "SolveResult"]
+
+_SOLUTIONS = "\0solutions\0"  # where json_pieces writes the solutions (no node name holds a NUL unescaped)
 
 
 @dataclass
@@ -68,18 +71,19 @@ class SolveResult:
     observed: list[str] = field(default_factory=list)  # the observed nodes, sorted
     bounds: list[dict[str, float]] = field(default_factory=list)  # lower bound samples: iteration, seconds
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON data. Costs have 12 significant digits (:func:`outputs.json_cost`),
+    def to_dict(self, with_solutions: bool = True) -> dict[str, Any]:
+        """Plain JSON data (``with_solutions`` false: an empty list of solutions). Costs have 12 significant digits (:func:`outputs.json_cost`),
         and a cost that was never found (breadth-first search stopped before completing
         a mapping) or is past the float range is None; ``gap`` has 12 decimals. Nodes are
         node names (strings), clusters sorted by them."""
-        data = asdict(self)
+        # every field copied but the solutions, which are written anew below (a deep copy
+        # of 10,000 listed mappings of 300 nodes took 2.7 s)
+        data = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "solutions"}
         for name in ("optimal_cost", "lower_bound"):
             data[name] = json_cost(data[name])
         data["gap"] = round(self.gap, 12) if math.isfinite(self.gap) else None
-        for solution in data["solutions"]:
-            solution["clusters"] = sorted(sorted(map(str, c)) for c in solution["clusters"])
-            solution["cost"] = json_cost(solution["cost"])
+        data["solutions"] = [_solution_data(solution) for solution in self.solutions] if with_solutions else []
+        data = {f.name: data[f.name] for f in fields(self)}  # in the fields' order
         for point in data["trace"]:
             point["cost"] = json_cost(point["cost"])
             if "clusters" in point:
@@ -93,8 +97,34 @@ class SolveResult:
         return data
 
     def to_json(self, indent: int | None = 1) -> str:
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        return "".join(self.json_pieces(indent))
 
+    def json_pieces(self, indent: int | None = 1) -> Iterator[str]:
+        """The JSON of :meth:`to_json` in pieces, to be written as they come (joined, a
+        result of 10,000 listed mappings took 140 MiB at once). With an ``indent``, each
+        solution is one line, written by json's C encoder (three times faster than the
+        indented encoder, which wrote 10,000 mappings of 300 nodes in 1 s)."""
+        if indent is None or not self.solutions:
+            yield from json.JSONEncoder(indent=indent, allow_nan=False).iterencode(self.to_dict())
+            return
+        data = self.to_dict(with_solutions=False)
+        data["solutions"] = _SOLUTIONS
+        placeholder = json.dumps(_SOLUTIONS)
+        for piece in json.JSONEncoder(indent=indent, allow_nan=False).iterencode(data):
+            if piece != placeholder:
+                yield piece
+                continue
+            inner = "\n" + " " * (2 * indent if isinstance(indent, int) else 2)
+            for k, solution in enumerate(self.solutions):  # one at a time: never all of them as JSON data
+                yield ("[" if k == 0 else ",") + inner + json.dumps(_solution_data(solution), allow_nan=False)
+            yield "\n" + " " * (indent if isinstance(indent, int) else 1) + "]"
+
+
+
+def _solution_data(solution: Solution) -> dict[str, Any]:
+    """A solution as JSON data: its clusters as sorted lists of node names, sorted."""
+    return {"clusters": sorted(sorted(map(str, c)) for c in solution.clusters), "cost": json_cost(solution.cost),
+            "iteration": solution.iteration}
 
 
 def environment() -> dict[str, str]:

@@ -8,22 +8,25 @@ import numbers
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
 from .anytime import Anytime
-from .combine import combine
+from .combine import Listing, combine
+from .compiled import native_wanted
 from .cost.base import CostModel
 from .cost.user import load_cost
 from .io.load import load_network
-from .limits import Limits, StopReason
+from .limits import Limits, StopReason, Stopwatch
 from .model.network import Network
 from .progress import Progress
 from .result import SolveResult
 from .run.loop import Saver
 from .run.serial import dcmap_search
 from .search.baselines import bfs_search, brute_force_search
+from .search.engine import NATIVE_NODES, runs_natively
 from .search.heuristics import all_singletons
 from .search.outcome import OnImprovement, SearchOutcome
 from .search.problem import Problem
@@ -219,9 +222,13 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
         from .checkpoint.session import CHECKPOINT_EVERY, Checkpointer
 
         checkpointer = Checkpointer(folder, checkpoint_every or CHECKPOINT_EVERY, network, model, settings)
-    start = session = time.perf_counter()  # start moves back by the time before a resumption
+    watch = Stopwatch(limits, every=1)  # the whole solve's limits: the pricing and the listing's
+    start = session = watch.start  # start moves back by the time before a resumption
     problems = [Problem(part, model, settings.scheme, graph=network, link_key=settings.link_key,
                         use_bound=settings.use_bound) for part in network.components()]
+    if checkpointer is not None:
+        widest = max(len(problem.network.nodes) for problem in problems)
+        checkpointer.expect("native" if native_wanted() and widest <= NATIVE_NODES else "python", widest)
     outcomes: list[SearchOutcome] = []
     offset = 0
     before = 0  # iterations done before a resumption (limits count from it)
@@ -233,7 +240,14 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
         if len(outcomes) < len(problems):
             in_progress = resumed.in_progress(problems[len(outcomes)])
         start -= resumed.metadata["solve_elapsed"]
-    anytime = Anytime(network, problems, settings.method, start)
+    anytime = Anytime(network, problems, settings.method, start, watch)
+    if anytime.stopped is not None:  # a limit reached before any search
+        warnings.warn(f"stopped by {_named(anytime.stopped)} while {anytime.doing}; no complete mapping is known: "
+                      "the cost function is slow, and the search begins once each node alone is priced", stacklevel=2)
+        outcomes = [SearchOutcome(math.inf, [], False, anytime.stopped, 0, lower_bound=bound)
+                    for bound in anytime.bounds_of]
+        return combine(network, model, settings, problems, outcomes, anytime, start, max_solutions,
+                       Listing(watch, len(network.nodes), on_progress, anytime.listing_progress))
     if resumed is not None:
         standing = {k: (done.best_cost, done.lower_bound) for k, done in enumerate(outcomes)}
         offset = sum(done.iterations for done in outcomes)
@@ -257,13 +271,18 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
             left = _remaining(limits, session, offset + resumed_at - before, resumed_at)
             if outcomes and outcomes[-1].stop_reason == StopReason.CHECKPOINT_FAILED:
                 left = StopReason.CHECKPOINT_FAILED  # the machine refused a checkpoint: no more searching
-            improved, progressed = anytime.listeners(k, offset, on_improvement, on_progress)
+            improved, progressed = anytime.listeners(k, offset, on_improvement, on_progress,
+                                                     in_progress.elapsed if in_progress is not None else 0.0)
             if isinstance(left, str):  # the budget is spent: keep the all-singletons mapping
                 fallback = all_singletons(problem)
                 outcomes.append(SearchOutcome(fallback.cost, [((None,), fallback.cost, 0)], False, left, 0,
                                               lower_bound=anytime.bounds_of[k]))
                 anytime.finish(k, offset, fallback.cost, anytime.bounds_of[k])
                 continue
+            if settings.method == "dcmap" and native_wanted() and not runs_natively(problem):
+                warnings.warn(f"the native engine takes networks of up to {NATIVE_NODES} nodes: this component of "
+                              f"{problem.topo.n} is searched by the Python engine, about 11 to 16 times slower",
+                              stacklevel=2)
             outcome = runner.run(problem, left, improved, progressed, checkpointer, in_progress)
             in_progress = None
             outcomes.append(outcome)
@@ -282,9 +301,14 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
     runner.close(behind=True)  # Ray stops while the mappings are listed
     try:
         return combine(network, model, settings, problems, outcomes, anytime, start, max_solutions,
-                       limits.memory_limit_mb)
+                       Listing(watch, len(network.nodes), on_progress, anytime.listing_progress))
     finally:
         runner.join()
+
+
+def _named(reason: StopReason) -> str:
+    """A stop reason as a user reads it: ``the time limit``, ``a signal``."""
+    return {StopReason.INTERRUPTED: "a signal"}.get(reason, f"the {reason.replace('_', ' ')}")
 
 
 def _remaining(limits: Limits, start: float, used: int, resumed_at: int = 0) -> Limits | str:

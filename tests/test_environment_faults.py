@@ -507,6 +507,8 @@ def test_a_cluster_that_requires_a_token_is_named(monkeypatch, raised):
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(cluster, "_check_reachable", lambda address: None)
+    # no cluster is there: Ray's client would wait 40 s for one (it is asked first)
+    monkeypatch.setattr(cluster, "_check_token", lambda address: None)
     monkeypatch.setattr(ray, "init", refused)
     with pytest.raises(ValueError, match="requires an authentication token.*RAY_AUTH_TOKEN"):
         cluster.connect("head:6379", 2)

@@ -18,7 +18,7 @@ from search_costs import random_network
 # the documented fields and what each holds (docs/search.md, "Progress")
 FIELDS = {"iterations": int, "best_cost": float, "lower_bound": (float, type(None)), "open_branches": int,
           "elapsed_seconds": float, "rate": float, "peak_memory_mb": float, "link_records": (int, type(None)),
-          "workers": int, "component": int, "components": int}
+          "workers": int, "component": int, "components": int, "listed": (int, type(None))}
 
 
 def check_record(report: Progress, method: str, workers: int, components: int) -> None:

@@ -18,6 +18,7 @@ import pytest
 from search_costs import COST_MODELS, has_long_arc, hash_cost, partition, random_network, same_cluster_cost
 from search_helpers import REL, SCHEMES, close, leaf_clusters, total_cost, walk_tree
 
+from dcmap_dist.combine import Listing
 from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.io.load import load_network
 from dcmap_dist.model.mappings import enumerate_mappings
@@ -313,8 +314,14 @@ def test_the_listing_of_optimal_mappings_stops_at_the_memory_limit(monkeypatch):
     network = random_network(3)
     full = solve(network, COST_MODELS["tie"], max_solutions=None, memory_limit_mb=1e9)
     assert full.proven_optimal and full.solutions_complete and full.solution_count > 1
-    monkeypatch.setattr(sys.modules["dcmap_dist.combine"], "memory_mb", lambda: 2e9)  # past it once listing
+
+    class Full(Listing):  # the process is past the limit once the listing begins
+        def __init__(self, watch, *args):
+            watch.memory, watch._next_memory = (lambda: 2e9), 0.0
+            super().__init__(watch, *args)
+
+    monkeypatch.setattr(sys.modules["dcmap_dist.solve"], "Listing", Full)
     cut = solve(network, COST_MODELS["tie"], max_solutions=None, memory_limit_mb=1e9)
-    assert cut.proven_optimal and cut.optimal_cost == full.optimal_cost
+    assert cut.proven_optimal and cut.optimal_cost == full.optimal_cost and cut.stop_reason == "memory_limit"
     assert cut.solution_count == full.solution_count and not cut.solutions_complete
     assert len(cut.solutions) == 1 and cut.solutions[0].clusters in [s.clusters for s in full.solutions]

@@ -56,6 +56,10 @@ LOCK = "LOCK"
 # a first guess of a write's time per unit of state.write_size, until a write is measured
 # (results/checkpoint-reserve.md: water's 109,471 units written in 0.83 s, 7.6e-6 a unit)
 SECONDS_PER_UNIT = 1e-5
+# the first guess by the engine that searches, per 64-bit word of a node mask: a unit's
+# rows hold masks (results/checkpoint-reserve.md: water, one word, 1.64e-5 s a unit on
+# the native engine, 1.05e-5 on the Python one; hepar2, two words, 3.14e-5 and 2.56e-5)
+SECONDS_PER_UNIT_WORD = {"native": 1.7e-5, "python": 1.3e-5}
 LEAST_SECONDS_PER_UNIT = SECONDS_PER_UNIT / 100  # a measured rate is taken down to this, no lower
 
 
@@ -194,12 +198,19 @@ class Checkpointer:
     def due(self) -> bool:
         return time.monotonic() >= self.next_due
 
+    def expect(self, engine: str, nodes: int) -> None:
+        """The first guess of a write's rate, until one is measured: for a search on
+        ``engine`` (``native`` or ``python``) of components of up to ``nodes`` nodes."""
+        if not self.measured:
+            self.seconds_per_unit = SECONDS_PER_UNIT_WORD[engine] * max(1, math.ceil(nodes / 64))
+
     def reserve(self, size: int) -> float:
         """Seconds to keep for writing a checkpoint of a state of ``size``
         (:func:`state.write_size`; the final one, inside the time limit): the last
         write's rate (this run's, or else the resumed checkpoint's, or else a first
-        guess: :data:`SECONDS_PER_UNIT`), with a margin."""
-        return 1.25 * self.seconds_per_unit * size + 0.4  # and what follows the write (the final listing)
+        guess: :meth:`expect`), with a margin for a loaded machine (a write of water's
+        state took 1.5 to 2.5 s with another build running)."""
+        return 1.5 * self.seconds_per_unit * size + 0.4  # and what follows the write (the final listing)
 
     def save(self, parts: Iterable[SearchState], counters: dict[str, Any] | None) -> bool:
         """Write a generation: the finished components, and ``parts`` of the state of the

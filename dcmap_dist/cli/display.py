@@ -32,9 +32,13 @@ class ProgressDisplay:
             return
         lower = math.nan if progress.lower_bound is None else progress.lower_bound
         workers = f"  {progress.workers} workers" if progress.workers > 1 else ""
-        line = (f"iterations {progress.iterations:>10}  best {progress.best_cost:.1f}  bound {lower:.1f}  "
-                f"gap {100 * progress.gap:.2f}%  open {progress.open_branches:>8}{workers}  {progress.rate:.0f} it/s  "
-                f"{progress.elapsed_seconds:.0f} s  {progress.peak_memory_mb:.0f} MiB")
+        if progress.listed is not None:
+            line = (f"listing the optimal mappings (cost {progress.best_cost:.1f}): {progress.listed} listed  "
+                    f"{progress.elapsed_seconds:.0f} s  {progress.peak_memory_mb:.0f} MiB")
+        else:
+            line = (f"iterations {progress.iterations:>10}  best {progress.best_cost:.1f}  bound {lower:.1f}  "
+                    f"gap {100 * progress.gap:.2f}%  open {progress.open_branches:>8}{workers}  "
+                    f"{progress.rate:.0f} it/s  {progress.elapsed_seconds:.0f} s  {progress.peak_memory_mb:.0f} MiB")
         if self.tty:  # one terminal line, rewritten in place: cut to the width, rest cleared
             width = shutil.get_terminal_size().columns
             print("\r\033[K" + line[: width - 1], end="", file=sys.stderr, flush=True)

@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dcmap", description="Optimal clustering of Bayesian network nodes with dependent costs (DCMAP).",
         epilog=f"Bundled example networks, usable by name: {', '.join(bundled_examples())}. Exit codes: 0 done "
                "(proven optimal), 1 internal error, 2 bad input or usage, 3 stopped by a limit (best result "
-               "written), 4 interrupted, 5 Ray lost (best result written either way).",
+               "written), 4 interrupted (best result written), 5 Ray lost (best result written), 6 a fault of "
+               "the machine (a full disk, Ray not starting; best result written where it can be).",
     )
     parser.add_argument("--version", action="version", version=f"dcmap {__version__} ({describe()})")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
@@ -142,7 +143,7 @@ def _run_options(parser: argparse.ArgumentParser, resuming: bool = False) -> Non
                              "a private Ray on this machine, stopped afterwards) or HOST:PORT")
     parser.add_argument("--link-table", choices=LINK_TABLES, default="sharded",
                         help="where the dominance table lives with --workers: sharded over the workers "
-                             "(default) or on the coordinator (the brief's design; it does several times the "
+                             "(default) or on the coordinator (it does several times the "
                              "work: docs/distributed.md)")
     parser.add_argument("--snapshot-every", type=_POSITIVE, default=30.0, metavar="S",
                         help="with --workers: snapshot every S s at least (and every 10%% of the run), to "

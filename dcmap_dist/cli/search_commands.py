@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import math
 import os
 import signal
@@ -17,12 +18,12 @@ from typing import Any
 
 from ..faults import EXIT_CODE as FAULT_EXIT_CODE, MACHINE_ERRNOS, EnvironmentFault
 from ..io.dynamic import MAX_UNROLLED_NODES
-from ..io.outputs import OutputError, check_output, write_atomic
+from ..io.outputs import OutputError, check_output, write_atomic, write_pieces
 from ..limits import COST_CALL, INTERRUPT, StopReason, memory_mb
 from ..model.network import Network, TooLarge
 from ..result import SolveResult
 from ..solve import solve
-from ..text import printable
+from ..text import printable, readable
 from .network_commands import load_from_options
 from .display import ProgressDisplay
 
@@ -85,7 +86,9 @@ def _search(args: argparse.Namespace, network: Network | None, settings: dict[st
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     result.command = args.command
-    status = 0 if result.proven_optimal else STOPPED.get(result.stop_reason, 3)
+    # a proven search whose listing a limit or a signal cut short ends as that stop does
+    finished = result.proven_optimal and result.stop_reason == StopReason.FINISHED
+    status = 0 if finished else STOPPED.get(result.stop_reason, 3)
     if result.stop_reason == StopReason.RAY_LOST:
         lost = next((c["distributed"]["lost"] for c in result.components if "lost" in c.get("distributed", {})), "")
         folder = settings.get("checkpoint") or settings.get("resume")
@@ -95,10 +98,11 @@ def _search(args: argparse.Namespace, network: Network | None, settings: dict[st
         print(f"dcmap: Ray was lost during the search ({lost}); the best mapping found so far is in the result; "
               f"{again}", file=sys.stderr)
     if args.output == "-":
-        print(result.to_json())
+        write_pieces(sys.stdout, result.json_pieces())
+        print()
         return status
     if args.output:
-        _write_result(Path(args.output), result.to_json() + "\n")
+        _write_result(Path(args.output), result)
     _summary(result, args.output)
     return status
 
@@ -142,19 +146,22 @@ def _interrupt(signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt
     INTERRUPT.set()
     started = COST_CALL.started
+    doing = f", {COST_CALL.doing}" if COST_CALL.doing else ""
     waiting = "" if started is None else (
-        f" once the cost function's call in progress returns (running for {time.perf_counter() - started:.1f} s)")
+        f" once the cost function's call in progress returns (running for {time.perf_counter() - started:.1f} s"
+        f"{doing})")
     print(f"dcmap: {signal.Signals(signum).name}: stopping; the best so far will be written{waiting} "
           "(send it again to stop at once)", file=sys.stderr)
 
 
-def _write_result(path: Path, text: str) -> None:
-    """Write a solve's result; if that fails, print it on stdout so the work is not lost
-    (a full or read-only disk is a fault of the machine: :class:`EnvironmentFault`)."""
+def _write_result(path: Path, result: SolveResult) -> None:
+    """Write a solve's result as it is encoded; if that fails, print it on stdout so the
+    work is not lost (a full or read-only disk is a fault of the machine:
+    :class:`EnvironmentFault`)."""
     try:
-        write_atomic(path, text)
+        write_atomic(path, itertools.chain(result.json_pieces(), "\n"))
     except OutputError as exc:
-        sys.stdout.write(text)
+        write_pieces(sys.stdout, itertools.chain(result.json_pieces(), "\n"))
         if exc.errno in MACHINE_ERRNOS:
             raise EnvironmentFault(f"{exc}; the result is on stdout instead: free space (or give another "
                                    "--output) and save it from there") from None
@@ -163,24 +170,57 @@ def _write_result(path: Path, text: str) -> None:
 
 def _summary(result: SolveResult, output: str | None) -> None:
     bound = f"no mapping costs less than {result.lower_bound:.1f}"
-    if not math.isfinite(result.optimal_cost):  # breadth-first search stopped before a whole mapping
+    if not math.isfinite(result.optimal_cost):  # stopped before a whole mapping was known
         print(f"{printable(result.network)}: no complete mapping found ({result.stop_reason}); {bound}")
     else:
-        status = ("proven optimal" if result.proven_optimal else
-                  f"best found, not proven ({result.stop_reason}); {bound} (gap {100 * result.gap:.2f}%)")
+        if not result.proven_optimal:
+            status = f"best found, not proven ({result.stop_reason}); {bound} (gap {100 * result.gap:.2f}%)"
+        elif result.stop_reason != StopReason.FINISHED:
+            status = f"proven optimal; the listing of its mappings stopped ({result.stop_reason})"
+        else:
+            status = "proven optimal"
         print(f"{printable(result.network)}: cost {result.optimal_cost:.1f}, {status}")
-    listed = "" if result.solutions_complete else f" ({len(result.solutions)} listed)"
-    print(f"{result.solution_count} mapping(s){listed}; {result.iterations} iterations "
+    listed = "" if result.solutions_complete else f" ({readable(len(result.solutions))} listed)"
+    print(f"{readable(result.solution_count)} mapping(s){listed}; {result.iterations} iterations "
           f"in {result.elapsed_seconds:.2f} s")
     for solution in result.solutions[:3]:
-        print("  " + " ".join("{" + ", ".join(map(printable, c)) + "}" for c in solution.clusters))
+        print("  " + mapping_line(solution.clusters))
     if result.solution_count > 3:
-        print(f"  ... and {result.solution_count - 3} more")
+        print(f"  ... and {readable(result.solution_count - 3)} more")
     if output:
         print(f"result written to {output}")
     hint = _serial_hint(result)
     if hint:
         print(hint)
+
+
+LINE_WIDTH = 200  # a mapping's line in the summary is cut past this many characters
+
+
+def mapping_line(clusters: list[list[Any]], width: int = LINE_WIDTH) -> str:
+    """A mapping as ``{a, b} {c} ...``, cut as the summary cuts its lists: past ``width``
+    characters, a cluster's names end in ``...`` with how many are left, and the line
+    ends in ``... and N more clusters``."""
+    pieces: list[str] = []
+    used = 0
+    for k, cluster in enumerate(clusters):
+        names = list(map(printable, cluster))
+        text = "{" + ", ".join(names) + "}"
+        if used + len(text) > width:
+            shown = []
+            for name in names:  # as many names as fit, at least one
+                if shown and used + len(", ".join([*shown, name])) + 20 > width:
+                    break
+                shown.append(name)
+            if len(shown) < len(names):
+                text = "{" + ", ".join(shown) + f", ... {len(names) - len(shown)} more" + "}"
+            pieces.append(text)
+            if k + 1 < len(clusters):
+                pieces.append(f"... and {len(clusters) - k - 1} more clusters")
+            break
+        pieces.append(text)
+        used += len(text) + 1
+    return " ".join(pieces)
 
 
 def _serial_hint(result: SolveResult) -> str | None:

@@ -14,9 +14,10 @@ import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TextIO
 
 __all__ = ["OutputError", "PACKAGE", "append_csv_row", "check_not_package", "check_output", "json_cost", "unwritable",
-           "write_atomic"]
+           "write_atomic", "write_pieces"]
 
 COST_DIGITS = 12  # significant digits of a cost in a result file or JSON output
 
@@ -87,8 +88,9 @@ def _link_to_file(path: Path) -> bool:
         return True  # dangling
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file beside it, so that readers
+def write_atomic(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``text`` (a string, or its pieces in order: a large result is written as
+    it is encoded, never held whole) to ``path`` through a temporary file beside it, so that readers
     see the old file or the whole new one, never a part; missing folders are created.
     A file that is replaced keeps its mode; a new one gets what a plain open() gives.
 
@@ -104,7 +106,7 @@ def write_atomic(path: Path, text: str) -> None:
                               "own path, or remove the link")
         if path.exists() and not stat.S_ISREG(path.stat().st_mode):
             with open(path, "w", encoding="utf-8") as handle:
-                handle.write(text)
+                write_pieces(handle, text)
             return
         mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else None
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +115,7 @@ def write_atomic(path: Path, text: str) -> None:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            write_pieces(handle, text)
         if mode is None:
             umask = os.umask(0)
             os.umask(umask)
@@ -127,6 +129,16 @@ def write_atomic(path: Path, text: str) -> None:
             error.errno = exc.errno
             raise error from None
         raise
+
+
+def write_pieces(handle: TextIO, text: str | Iterable[str]) -> None:
+    """Write a string, or its pieces one after another, to an open file (joined, the
+    pieces of a large result would be held twice)."""
+    if isinstance(text, str):
+        handle.write(text)
+        return
+    for piece in text:
+        handle.write(piece)
 
 
 def append_csv_row(path: Path, row: Mapping[str, object], columns: list[str]) -> None:

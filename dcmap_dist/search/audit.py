@@ -12,7 +12,7 @@ is reported.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 
 from ..cost.base import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
 from ..model.mappings import cluster_problem, mapping_names
@@ -48,13 +48,18 @@ class Audit:
         self.topo = topo or Topology(network)
         self._model = model
         self._clusters: dict[int, str | None] = {}
-        self._layers: dict[tuple, tuple[float, int]] = {}  # a cluster-layer and its children's ids -> cost, id
+        # a cluster-layer and its children's message ids -> its cost and message id
+        self._layers: dict[tuple, tuple[float, int]] = {}
         self._splits: dict[int, list[tuple[int, int, list[int], list[int]]]] = {}  # see _split
-        self._answers: list[tuple[float, Hashable]] = []  # by id: the model's cost and message
+        self._message_ids: dict[Hashable, int] = {}  # a message the model gave -> its id
+        self._messages: list[Hashable] = []  # by id
 
-    def check(self, clusters: tuple[int, ...] | list[int], cost: float) -> None:
+    def check(self, clusters: tuple[int, ...] | list[int], cost: float,
+              stop: Callable[[], None] | None = None) -> None:
         """Raise :class:`AuditError` unless ``clusters`` (node masks) is a feasible
-        mapping of the component that costs ``cost`` within the tolerance."""
+        mapping of the component that costs ``cost`` within the tolerance. ``stop`` is
+        called before each question to the cost model (it raises to stop the check: the
+        limits of a listing)."""
         topo = self.topo
         covered = 0
         for cluster in clusters:
@@ -69,32 +74,34 @@ class Audit:
                                                        f"infeasible under scheme {self.scheme}: {problem}"))
         if covered != topo.all_nodes:
             raise AuditError(self._named(clusters, "leaves nodes out"))
-        total = self.cost(clusters)
+        total = self.cost(clusters, stop)
         if abs(total - cost) > TOLERANCE * max(abs(total), abs(cost)):
             raise AuditError(self._named(clusters, f"costs {total!r} by the cost model, not the {cost!r} "
                                                    "the search gave it (unless the cost model answers the same "
                                                    "context differently from call to call)"))
 
-    def cost(self, clusters: tuple[int, ...] | list[int]) -> float:
+    def cost(self, clusters: tuple[int, ...] | list[int], stop: Callable[[], None] | None = None) -> float:
         """The cost of a mapping by the cost model, cluster-layer by cluster-layer from
         layer 0 up, as :func:`cost.evaluate_mapping` computes it (a test holds the two
-        equal). A cluster-layer's answer depends on its nodes and, recursively, on its
-        children's: each distinct one is asked of the model once, however many tied
-        mappings share it."""
+        equal). A cluster-layer's answer depends on its nodes and its children's messages:
+        each distinct context is asked of the model once, however many tied mappings share
+        it (keyed by the messages' values, not by the cluster-layers below them: on a
+        300-node chain, mappings that differ near the leaves would otherwise make every
+        cluster-layer above the difference a new question)."""
         topo = self.topo
         parts = sorted((layer, k, members, nodes, children) for k, cluster in enumerate(clusters)
                        for layer, members, nodes, children in self._split(cluster))
-        owner: dict[int, tuple[int, int, int]] = {}  # node -> its cluster-layer's mask, key id and cluster
+        owner: dict[int, tuple[int, int, int]] = {}  # node -> its cluster-layer's mask, message id, cluster
         total = 0.0
         for layer, k, members, nodes, children in parts:
             kids: dict[int, tuple[int, bool]] = {}
             for j in children:
                 mask, ident, cluster = owner[j]
                 kids[mask] = (ident, cluster == k)
-            key = (members, tuple(sorted(kids.values())))
+            key = (members, tuple(sorted(kids.items())))  # each child's mask, message id and sameness
             got = self._layers.get(key)
             if got is None:
-                got = self._layers[key] = self._ask(members, layer, kids)
+                got = self._layers[key] = self._ask(members, layer, kids, stop)
             total += got[0]
             held = (members, got[1], k)
             for i in nodes:
@@ -119,19 +126,24 @@ class Audit:
             self._splits[cluster] = got
         return got
 
-    def _ask(self, members: int, layer: int, kids: dict[int, tuple[int, bool]]) -> tuple[float, int]:
+    def _ask(self, members: int, layer: int, kids: dict[int, tuple[int, bool]],
+             stop: Callable[[], None] | None) -> tuple[float, int]:
         """The model's cost of a cluster-layer whose children's cluster-layers are ``kids``
-        (mask -> key id, whether in the same cluster), and the id it is kept under."""
+        (mask -> message id, whether in the same cluster), and its message's id."""
         topo = self.topo
+        messages = self._messages
         children = sort_children(ChildClusterLayer(topo.names(mask), topo.layer[(mask & -mask).bit_length() - 1],
-                                                   same, self._answers[ident][1])
+                                                   same, messages[ident])
                                  for mask, (ident, same) in kids.items())
         ctx = CostContext(topo.names(members), layer, self.graph, children)
         given = self._given.get((ctx.nodes, ctx.layer, ctx.children))
+        if given is None and stop is not None:
+            stop()
         value, message = given if given is not None else self._model.evaluate(ctx)
-        got = (checked_cost(value, ctx), len(self._answers))
-        self._answers.append((got[0], message))
-        return got
+        ident = self._message_ids.setdefault(message, len(messages))
+        if ident == len(messages):
+            messages.append(message)
+        return checked_cost(value, ctx), ident
 
     def _named(self, clusters, problem: str) -> str:
         shown = " ".join("{" + ", ".join(c) + "}" for c in mapping_names(self.topo, clusters) if len(c) > 1)

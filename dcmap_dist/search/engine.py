@@ -15,7 +15,6 @@ histories (bytes).
 from __future__ import annotations
 
 import pickle
-import warnings
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Protocol
@@ -30,7 +29,7 @@ from .linking import Entry
 from .problem import Problem
 from .state import Improvement, SearchState
 
-__all__ = ["Arrival", "Engine", "NATIVE_NODES", "new_engine", "share_state"]
+__all__ = ["Arrival", "Engine", "NATIVE_NODES", "new_engine", "runs_natively", "share_state"]
 
 NATIVE_NODES = 512  # the native engine's widest masks: 8 words of 64 nodes
 Arrival = tuple[tuple, Branch]  # a completion sent to the owner of its key: (link key, branch)
@@ -149,15 +148,18 @@ def new_engine(problem: Problem, alpha: float = 0.6, seed: int = 0, owner: int |
     """The engine of one actor's share of a search of ``problem`` (the arguments are
     :class:`~dcmap_dist.search.explorer.Explorer`'s), the one place the drivers make an
     engine: the native one where it is built and wanted (:func:`~dcmap_dist.compiled.native_wanted`)
-    and the network fits its masks (a warning says when one does not), else the Python one."""
-    if native_wanted():
-        if problem.topo.n <= NATIVE_NODES:
-            from .native_engine import NativeEngine
+    and the network fits its masks (:func:`runs_natively`), else the Python one."""
+    if runs_natively(problem):
+        from .native_engine import NativeEngine
 
-            return NativeEngine(problem, alpha, seed, owner, shard_index, shards, notify)
-        warnings.warn(f"the native engine takes networks of up to {NATIVE_NODES} nodes: this component of "
-                      f"{problem.topo.n} runs on the Python engine, several times slower", stacklevel=2)
+        return NativeEngine(problem, alpha, seed, owner, shard_index, shards, notify)
     return Explorer(problem, alpha, seed, owner, shard_index, shards, notify)
+
+
+def runs_natively(problem: Problem) -> bool:
+    """Whether :func:`new_engine` makes a native engine for ``problem``: built, wanted,
+    and the network no wider than its masks (:data:`NATIVE_NODES`)."""
+    return native_wanted() and problem.topo.n <= NATIVE_NODES
 
 
 def share_state(problem: Problem, share: bytes) -> SearchState:

@@ -3,18 +3,20 @@ its own cluster, and the cheaper of the two)."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import math
+from collections.abc import Callable, Hashable
 
 from ..limits import SearchInterrupted, Stopwatch
 from ..model.topology import bits
 from .branch import Branch
 from .problem import Problem
 
-__all__ = ["all_singletons", "greedy_dive", "incumbent"]
+__all__ = ["all_singletons", "first_prices", "greedy_dive", "incumbent"]
 
 
-def all_singletons(problem: Problem) -> Branch:
-    """The complete mapping in which every node is its own cluster (always feasible)."""
+def all_singletons(problem: Problem, priced: Callable[[int], None] | None = None) -> Branch:
+    """The complete mapping in which every node is its own cluster (always feasible);
+    ``priced(node)`` hears each node priced."""
     topo = problem.topo
     messages: dict[int, Hashable] = {}  # each node's message as a singleton
     cost = 0.0
@@ -24,6 +26,8 @@ def all_singletons(problem: Problem) -> Branch:
             c, item = problem.cluster_layer_cost(1 << i, 1 << i, kids)
             messages[i] = item[1]
             cost += c
+            if priced is not None:
+                priced(i)
     return Branch(topo.l_max, -1, (), (), cost)
 
 
@@ -47,3 +51,17 @@ def incumbent(problem: Problem, watch: Stopwatch) -> Branch:
     """The search's first complete mapping: the cheaper of the greedy dive and all
     singletons (both feasible, so their cost may prune)."""
     return min(greedy_dive(problem, watch), all_singletons(problem), key=lambda b: b.cost)
+
+
+def first_prices(problem: Problem, singletons: bool, watch: Stopwatch | None,
+                 priced: Callable[[int], None] | None = None) -> tuple[float, float]:
+    """What a solve knows of ``problem`` before its search: the cost of its all-singletons
+    mapping (if ``singletons``; nan otherwise) and its root bound. A slow cost model's
+    calls are followed by a check of ``watch``'s limits (SearchInterrupted), as in the
+    search; ``priced(node)`` hears each node priced alone."""
+    problem.watch = watch
+    try:
+        cost = all_singletons(problem, priced).cost if singletons else math.nan
+        return cost, problem.score(problem.root()).bound
+    finally:
+        problem.watch = None

@@ -56,6 +56,10 @@ class CostCall:
 
 COST_CALL = CostCall()
 MEMORY_SECONDS = 0.05  # how often a search reads its memory use (reading /proc is not free)
+# a new peak of the process seen at most this long after the last reading is a surge
+# between the two (a loaded machine delays readings; a stopwatch that read nothing for
+# longer, as the solve's own while a search ran, learns no surge from it)
+SURGE_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -177,8 +181,7 @@ class Stopwatch:
             self.sample_memory()
         if limits.time_limit is not None and now - self.start >= limits.time_limit - self.reserve:
             return StopReason.TIME_LIMIT
-        if limits.memory_limit_mb is not None and (self.peak_memory_mb >= limits.memory_limit_mb or
-                                                    self.memory_now + self.headroom_mb >= limits.memory_limit_mb):
+        if limits.memory_limit_mb is not None and self.memory_now + self.headroom_mb >= limits.memory_limit_mb:
             return StopReason.MEMORY_LIMIT
         return None
 
@@ -196,7 +199,8 @@ class Stopwatch:
         if self._own:
             kernel = peak_mb()
             if kernel > self._kernel_peak:  # a new peak of the process since the last reading
-                self.surge_mb = max(self.surge_mb, kernel - max(before, now))
+                if time.perf_counter() - self._next_memory < SURGE_SECONDS:  # read not long before: a surge
+                    self.surge_mb = max(self.surge_mb, kernel - max(before, now))
                 self._kernel_peak = kernel
             if kernel > self._kernel_peak_before:  # risen during this stopwatch's time: its own
                 self.peak_memory_mb = max(self.peak_memory_mb, kernel)

@@ -102,8 +102,17 @@ def available_mb() -> float | None:
 
 
 def peak_mb() -> float:
-    """The most resident memory this process has held since it started, in MiB (the
-    kernel's count: a surge between two readings of :func:`memory_mb` is in it)."""
+    """The most resident memory this process has held since it started, in MiB: the
+    kernel's count (``VmHWM``), so a surge between two readings of :func:`memory_mb` is
+    in it. Not ``getrusage``'s ``ru_maxrss``, which keeps the peak of the process that
+    started this one (a program started by a process of 4 GB read 4 GB there)."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

@@ -25,11 +25,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NETWORKS = ROOT.parent / "shared" / "networks"
-# runs dcmap in this process and writes its maximum resident size (KiB) at exit
+# runs dcmap in this process and writes its maximum resident size (MiB, the kernel's VmHWM) at exit
 PEAK_OF = """
-import atexit, resource, sys
+import atexit, sys
 from dcmap_dist.cli import main
-atexit.register(lambda: open("peak.txt", "w").write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
+from dcmap_dist.limits import peak_mb
+atexit.register(lambda: open("peak.txt", "w").write(str(peak_mb())))
 sys.exit(main(sys.argv[1:]))
 """
 SLOW_COST = "import time\ndef slow(ctx):\n    time.sleep(0.5)\n    return 1.0 + len(ctx.nodes) ** 2\n"
@@ -98,7 +99,7 @@ def run(name: str, folder: Path) -> dict:
             "elapsed_seconds": round(result.get("elapsed_seconds", float("nan")), 2),
             "stop_reason": result.get("stop_reason"), "proven": result.get("proven_optimal"),
             "listed": len(result.get("solutions", [])), "count": f"{result.get('solution_count', 0):.4g}",
-            "max_rss_mib": round(int((work / "peak.txt").read_text()) / 1024, 1),
+            "max_rss_mib": round(float((work / "peak.txt").read_text()), 1),
             "peak_memory_mb": round(result.get("peak_memory_mb", float("nan")), 1)}
 
 

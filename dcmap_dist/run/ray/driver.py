@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -84,9 +85,10 @@ def distributed_search(problem: Problem, alpha: float, seed: int, options: RayOp
     connected: :func:`.cluster.connect`); the same outcome as
     :func:`run.serial.dcmap_search`, with the same checkpoints (``saver``) and resumption
     (``resume``). If Ray itself is lost, the best mapping heard of (:meth:`RaySearch.lost`)."""
+    started = time.perf_counter()
     search = RaySearch(problem, alpha, seed, options, limits, on_improvement, resume)
     try:
-        search.begin(options, limits, resume)
+        search.begin(options, limits, resume, started)
         return drive(search, saver, on_progress)
     except Exception as exc:
         if not is_lost(exc):  # an error of the search itself (a user cost's), or a bug
@@ -135,16 +137,24 @@ class RaySearch:
                                  rate=0.0, peak_memory_mb=0.0,
                                  link_records=len(resume.state.entries) if resume else 0, workers=options.workers)
 
-    def begin(self, options: RayOptions, limits: Limits, resume: Resumption | None) -> None:
-        """Load the search into a coordinator of the pool (a new one if the pool's died)."""
+    def begin(self, options: RayOptions, limits: Limits, resume: Resumption | None, started: float) -> None:
+        """Load the search into a coordinator of the pool (a new one if the pool's died),
+        with the limits left since ``started`` (the first mapping's dive and the pool's
+        start count: on a wide network on the Python engine they took seconds)."""
         g_min = resume.g_min if resume else self.first.cost
+
+        def left() -> Limits:
+            if limits.time_limit is None:
+                return limits
+            return replace(limits, time_limit=max(1e-3, limits.time_limit - (time.perf_counter() - started)))
+
         try:
             self.handle = pooled_coordinator(options.workers)
-            ray.get(self.handle.begin.remote(self.spec, options, limits, g_min, resume))
+            ray.get(self.handle.begin.remote(self.spec, options, left(), g_min, resume))
         except ray.exceptions.RayActorError:  # the pool died since its last search: a new one
             forget_pool()
             self.handle = pooled_coordinator(options.workers)
-            ray.get(self.handle.begin.remote(self.spec, options, limits, g_min, resume))
+            ray.get(self.handle.begin.remote(self.spec, options, left(), g_min, resume))
 
     def advance(self, saver: Saver | None) -> Turn:
         """The coordinator runs the search for a while, stopping in time for the final

@@ -55,16 +55,14 @@ def optimal_mappings(problem: Problem, method: str, outcome: SearchOutcome, limi
             candidates = ((joins_to_clusters(problem.topo, j), max(f, iteration))
                           for j, f in trail_joins(trail, histories))
             total += trail_count(trail, histories, memo)
-        if not complete:
-            continue  # counted only
         for clusters, found in candidates:
             if clusters in best:
                 if found < best[clusters][1]:
                     best[clusters] = (cost, found)
                 continue
-            if limit is not None and len(best) >= limit or not listing.admit(
+            if not complete or limit is not None and len(best) >= limit or not listing.admit(
                     lambda check: audit.check(clusters, cost, check)):
-                complete = False
+                complete = False  # the rest is counted only
                 break
             best[clusters] = (cost, found)
             names[clusters] = mapping_names(problem.topo, clusters)

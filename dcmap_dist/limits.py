@@ -90,15 +90,8 @@ def memory_mb() -> float:
 
 def available_mb() -> float | None:
     """The memory the machine has available for new work now (Linux's MemAvailable) in
-    MiB, with what this process holds already; None where it cannot be read."""
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    MiB, not counting what this process holds already; None where it cannot be read."""
+    return _proc_mb("/proc/meminfo", "MemAvailable:")
 
 
 def peak_mb() -> float:
@@ -106,14 +99,20 @@ def peak_mb() -> float:
     kernel's count (``VmHWM``), so a surge between two readings of :func:`memory_mb` is
     in it. Not ``getrusage``'s ``ru_maxrss``, which keeps the peak of the process that
     started this one (a program started by a process of 4 GB read 4 GB there)."""
+    found = _proc_mb("/proc/self/status", "VmHWM:")
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if found is None else found
+
+
+def _proc_mb(path: str, field: str) -> float | None:
+    """The figure of a ``field: N kB`` line of a /proc file, in MiB; None if unread."""
     try:
-        with open("/proc/self/status") as handle:
+        with open(path) as handle:
             for line in handle:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field):
                     return int(line.split()[1]) / 1024
     except (OSError, ValueError, IndexError):
         pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return None
 
 
 class SearchInterrupted(Exception):

@@ -14,6 +14,7 @@ from typing import Any
 
 from .anytime import Anytime
 from .combine import combine
+from .compiled import warn_build
 from .cost.base import CostModel
 from .cost.user import load_cost
 from .io.load import load_network
@@ -157,6 +158,7 @@ def solve(
     >>> solve("paper-example", cost=lambda context: float(len(context.nodes)) ** 2).optimal_cost
     7.0
     """
+    warn_build()  # once per process: a source edited since the build, the native engine not built
     limits = _limits(time_limit, max_iterations, memory_limit_mb, max_solutions, checkpoint_every)
     given = {name: value for name, value in (
         ("cost", cost), ("order", order), ("addition", addition), ("scheme", scheme), ("method", method),

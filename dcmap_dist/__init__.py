@@ -7,9 +7,9 @@
 """
 
 from ._version import __version__
-from .compiled import check_fresh
+from .compiled import check_build
 
-check_fresh()
+check_build()  # before any compiled module is imported: one that could crash is refused (ImportError)
 
 from .cost import ChildClusterLayer, CostContext, DcmapCost, evaluate_mapping, load_cost
 from .io.load import load_network

@@ -1,13 +1,27 @@
-"""Which of the search's modules run compiled, and which engine runs the search.
+"""Which of the search's modules run compiled, which engine runs the search, and whether
+the compiled modules may run at all.
 
 The install builds the native engine (:data:`NATIVE`: a Cython binding over the C++ core
 of ``search/native/``) and compiles :data:`COMPILED` with Cython where it can
 (``setup.py``); the same Python source runs as pure Python otherwise, and the native
 engine's reference, the Python engine, runs the search where the native one is not built
-or ``DCMAP_ENGINE=python`` asks for it (:func:`native_wanted`). In a checkout installed with ``pip install
--e``, the extension modules sit beside their sources and Python imports them first, so
-a source edited after the build would be ignored: :func:`check_fresh` warns, from the
-digests of the sources the build compiled (:data:`BUILT_SOURCES`).
+or ``DCMAP_ENGINE=python`` asks for it (:func:`native_wanted`).
+
+``setup.py`` records each build in :data:`BUILT_SOURCES`, one record per extension
+suffix (so per interpreter: :func:`new_record`): the Python and the Cython that built
+it, the modules it compiled with the sha256 of each of their sources (``.py``, ``.pxd``;
+the native engine's ``.pyx`` and ``.hpp``), and why a module was not compiled. Python
+imports an extension module before the source beside it, so ``import dcmap_dist`` checks
+the build first (:func:`check_build`, docs/engine.md "Build tools and a crash of Cython
+3.3.0"): an extension module that could crash is refused with :class:`BuildError` (its
+``.pxd`` changed after the build, a Cython known to miscompile built it, another Python
+built it, or no record says how it was built); a source edited after the build, which
+does not run until the next build, and a native engine that is not built are one-line
+warnings, once per process, at the first ``dcmap`` command or :func:`~dcmap_dist.solve`
+(:func:`warn_build`).
+
+Standard library only, with no import of the package at module level: ``setup.py`` runs
+this file on its own.
 """
 
 from __future__ import annotations
@@ -15,19 +29,48 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import json
+import os
+import re
+import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
-__all__ = ["ENGINE_VARIABLE", "NATIVE", "check_fresh", "compiled_modules", "describe", "native_built",
-           "native_sources", "native_wanted", "source_digest"]
+__all__ = ["BUILT_SOURCES", "BuildError", "BuildWarning", "COMPILED", "ENGINE_VARIABLE", "KNOWN_BAD_CYTHON",
+           "NATIVE", "OLDEST_CYTHON", "check_build", "compiled_modules", "cython_refused", "describe",
+           "module_sources", "native_built", "native_sources", "native_wanted", "new_record", "warn_build",
+           "write_record"]
 
 # setup.py compiles these (paths in the package, without .py)
 COMPILED = ("search/branch", "search/branch_queue", "search/problem", "search/bounds", "search/combinations",
             "search/explorer", "search/linking", "search/histories", "search/keys", "search/tolerance", "model/topology")
 NATIVE = "search/native_engine"  # the native engine's binding (its C++ core: search/native/*.hpp)
-BUILT_SOURCES = "built-sources.json"  # sha256 of each source when it was compiled
+BUILT_SOURCES = "built-sources.json"  # the record of each build: new_record
+RECORD_FORMAT = 2  # 1, before the interpreter and Cython were recorded: {module: sha256}
 ENGINE_VARIABLE = "DCMAP_ENGINE"  # "python" runs the Python engine even where the native one is built
 PACKAGE = Path(__file__).resolve().parent
+# The Cython versions the build accepts: pyproject.toml's [build-system] requires says the
+# same (Cython>=3.3.1,<3.4; tests/test_build.py checks that they agree). Older ones cannot
+# compile the modules with their .pxd (a def's annotated argument against the .pxd's
+# declaration: "Signature not compatible with previous declaration", fixed in 3.3.0);
+# 3.3.0 miscompiles them:
+OLDEST_CYTHON = (3, 3, 1)
+KNOWN_BAD_CYTHON = {
+    "3.3.0": "it miscompiles model/topology.py's `self.n = n = len(network.nodes)` (the local n is given the "
+             "C integer, not the Python int: Cython issue 7937, fixed in 3.3.1), and every solve crashes "
+             "with a segmentation fault",
+}
+SLOWER = "11 to 27 times slower"  # the Python engine's search against the native one's (results/native-engine.md)
+
+
+class BuildError(ImportError):
+    """A compiled module that must not run: it could crash the interpreter (raised by
+    ``import dcmap_dist``, before any compiled module is imported)."""
+
+
+class BuildWarning(UserWarning):
+    """A build that runs, but not as the sources say: a source edited after the build, or
+    the native engine not built."""
 
 
 def compiled_modules() -> list[str]:
@@ -43,10 +86,18 @@ def native_built() -> bool:
 
 def native_wanted() -> bool:
     """Whether searches run on the native engine: built, and not turned off by
-    ``DCMAP_ENGINE=python`` (any other value but ``native`` is refused)."""
-    from .env import choice
+    ``DCMAP_ENGINE=python``. ``DCMAP_ENGINE=native`` where it is not built, and any
+    other value, are refused (:class:`~dcmap_dist.env.EnvironmentValueError`)."""
+    from .env import EnvironmentValueError, choice
 
-    return choice(ENGINE_VARIABLE, ("native", "python"), "native") == "native" and native_built()
+    if choice(ENGINE_VARIABLE, ("native", "python"), "native") == "python":
+        return False
+    if native_built():
+        return True
+    if (os.environ.get(ENGINE_VARIABLE) or "").strip():  # asked for by name
+        raise EnvironmentValueError(f"{ENGINE_VARIABLE}=native: the native engine is not built "
+                                    f"({_why_not_native()}); {_native_advice()}")
+    return False
 
 
 def describe() -> str:
@@ -54,32 +105,123 @@ def describe() -> str:
     ``compiled engine``, ``pure Python engine`` or compiled in part (which modules)."""
     if native_wanted():
         return "native engine"
-    found = compiled_modules()
-    if len(found) == len(COMPILED):
-        python = "compiled engine"
-    else:
-        python = "pure Python engine" if not found else f"engine compiled in part ({', '.join(found)})"
+    python = _python_engine()
     if native_built():
         return f"{python}; native engine built, off ({ENGINE_VARIABLE}=python)"
     return python
 
 
-def check_fresh() -> None:
-    """Warn when a source differs from the one its compiled module was built from (an
-    edit that does not run)."""
-    try:
-        built = json.loads((PACKAGE / BUILT_SOURCES).read_text())
-    except (OSError, ValueError):
+# -- the record of a build, and its check --------------------------------------------------------
+
+
+def new_record(sources: dict[str, dict[str, str]], not_built: dict[str, str], cython: str | None,
+               pure_python: bool = False, tools: dict[str, str] | None = None) -> dict[str, Any]:
+    """The record of one build by this interpreter (``setup.py`` writes it into
+    :data:`BUILT_SOURCES` with :func:`write_record`): the interpreter, the Cython version
+    (None: no Cython), the modules built with the digests of their sources when the build
+    began (``sources``: :func:`module_sources` of each), why each of ``not_built`` was not,
+    whether ``DCMAP_PURE_PYTHON`` asked for no compiling, and the build ``tools``'
+    versions (for the record only)."""
+    return {"python": ".".join(map(str, sys.version_info[:3])), "implementation": sys.implementation.name,
+            "cache_tag": sys.implementation.cache_tag, "cython": cython, "pure_python": pure_python,
+            **({"tools": tools} if tools else {}), "modules": sources, "not_built": not_built}
+
+
+def write_record(package: Path, record: dict[str, Any], keep_others: bool) -> None:
+    """Write ``record`` into ``package``'s :data:`BUILT_SOURCES` as this interpreter's;
+    ``keep_others``: keep the records of other interpreters' builds (an in-place build:
+    their extension modules stay beside the sources too)."""
+    builds: dict[str, Any] = {}
+    if keep_others:
+        found = _read_records(package)
+        if found is not None:
+            builds = found
+    builds[_suffix()] = record
+    path = package / BUILT_SOURCES
+    path.write_text(json.dumps({"format": RECORD_FORMAT, "builds": builds}, indent=1, sort_keys=True) + "\n")
+
+
+def check_build() -> None:
+    """Refuse extension modules that could crash (:class:`BuildError`, naming the file and
+    the command that rebuilds them), and note for :func:`warn_build` the sources edited
+    after the build. ``import dcmap_dist`` calls it before anything imports a compiled
+    module."""
+    global _stale
+    present = {name: path for name in (*COMPILED, NATIVE) if (path := _extension(name)) is not None}
+    _stale = []
+    if not present:
         return
-    for name in (*COMPILED, NATIVE):
-        extension = _extension(name)
-        source = PACKAGE / (f"{name}.pyx" if name == NATIVE else f"{name}.py")
-        if extension is None or not source.exists() or name not in built:
-            continue
-        if source_digest(PACKAGE, name) != built[name]:
-            warnings.warn(f"{source} changed after it was compiled, and Python runs the compiled "
-                          f"{extension.name}: run `pip install -e .` again, or delete {extension.name} "
-                          f"to run the source", stacklevel=2)
+    records = _read_records(PACKAGE)
+    stale: dict[str, str] = {}  # source: its module
+    for name, path in present.items():
+        record = (records or {}).get(path.name[len(Path(name).name):])
+        if record is None:
+            raise BuildError(_refusal(path, _unrecorded(records)))
+        if not _same_interpreter(record):
+            raise BuildError(_refusal(path, f"it was built by {record.get('implementation')} "
+                                            f"{record.get('python')}, and this is {sys.implementation.name} "
+                                            f"{'.'.join(map(str, sys.version_info[:3]))}"))
+        cython = record.get("cython")
+        if cython in KNOWN_BAD_CYTHON:
+            raise BuildError(_refusal(path, f"it was compiled by Cython {cython}, and {KNOWN_BAD_CYTHON[cython]}; "
+                                            "pip builds with the Cython that pyproject.toml asks for, unless "
+                                            "--no-build-isolation makes it use the one installed"))
+        built = record.get("modules", {}).get(name)
+        if built is None:
+            raise BuildError(_refusal(path, "the last build did not make it (it is left from an earlier one)"))
+        now = module_sources(PACKAGE, name)
+        for source in sorted(set(built) | set(now)):
+            if built.get(source) == now.get(source):
+                continue
+            if source.endswith(".pxd"):
+                change = ("changed" if source in now and source in built else "appeared" if source in now else
+                          "was removed")
+                raise BuildError(_refusal(path, f"its layout {PACKAGE.name}/{source} {change} after the build "
+                                                "(compiled modules of two layouts must not meet: Cython checks "
+                                                "only the sizes of each other's objects)"))
+            stale[source] = name
+    _stale = sorted(stale.items())
+
+
+def warn_build() -> None:
+    """Warn, once per process, of a build that does not run as its sources say: sources
+    edited after the build (:func:`check_build`), or the native engine not built (unless
+    ``DCMAP_ENGINE=python`` asks for the Python engine, or the build was
+    ``DCMAP_PURE_PYTHON``'s). The ``dcmap`` command calls it before its command runs
+    (its warnings are one line each: ``dcmap: warning: ...``), :func:`~dcmap_dist.solve` before a search."""
+    for message in _notices():
+        if message not in _warned:
+            _warned.add(message)
+            warnings.warn(message, BuildWarning, stacklevel=2)
+
+
+def _notices() -> list[str]:
+    notices = []
+    if _stale:
+        files = _listed([f"{PACKAGE.name}/{source}" for source, _ in _stale])
+        modules = sorted({module for _, module in _stale})
+        notices.append(f"{files} changed after the build, and the compiled {_listed(modules)} "
+                       f"{'runs' if len(modules) == 1 else 'run'} the old source: {_advice()}")
+    from .env import choice
+
+    if not native_built() and choice(ENGINE_VARIABLE, ("native", "python"), "native") == "native":
+        record = _record()
+        if not (record or {}).get("pure_python"):
+            notices.append(f"the native engine is not built ({_why_not_native()}); searches run on the "
+                           f"{_python_engine()}, {SLOWER}: {_native_advice()}")
+    return notices
+
+
+def module_sources(package: Path, name: str) -> dict[str, str]:
+    """sha256 of each source of module ``name``, by its path in the package: its ``.py``
+    and its ``.pxd`` (the compiled layout of its classes, which Cython reads beside the
+    source), if it has one; for the native engine, its binding and its core's headers."""
+    if name == NATIVE:
+        paths = native_sources(package)
+    else:
+        paths = [package / f"{name}.py", *[layout for layout in [package / f"{name}.pxd"] if layout.exists()]]
+    return {path.relative_to(package).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in paths if path.exists()}
 
 
 def native_sources(package: Path) -> list[Path]:
@@ -87,20 +229,19 @@ def native_sources(package: Path) -> list[Path]:
     return [package / f"{NATIVE}.pyx", *sorted((package / "search" / "native").glob("*.hpp"))]
 
 
-def source_digest(package: Path, name: str) -> str:
-    """sha256 of module ``name``'s source and of its ``.pxd``, if it has one (the
-    compiled layout of its classes, which Cython reads beside the source); for the native
-    engine, of its binding and its core's headers."""
-    if name == NATIVE:
-        digest = hashlib.sha256()
-        for path in native_sources(package):
-            digest.update(path.read_bytes())
-        return digest.hexdigest()
-    digest = hashlib.sha256((package / f"{name}.py").read_bytes())
-    layout = package / f"{name}.pxd"
-    if layout.exists():
-        digest.update(layout.read_bytes())
-    return digest.hexdigest()
+def cython_refused(version: str) -> str | None:
+    """Why the build must not compile with Cython ``version`` (None: it may)."""
+    if version in KNOWN_BAD_CYTHON:
+        return f"Cython {version} is known to break dcmap_dist: {KNOWN_BAD_CYTHON[version]}"
+    numbers = tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+    if numbers < OLDEST_CYTHON:
+        return (f"Cython {version} cannot compile dcmap_dist's modules with their .pxd (it needs Cython "
+                f"{'.'.join(map(str, OLDEST_CYTHON))} or later)")
+    return None
+
+
+_stale: list[tuple[str, str]] = []  # sources edited after the build, with their modules (check_build)
+_warned: set[str] = set()  # warnings given (warn_build)
 
 
 def _extension(name: str) -> Path | None:
@@ -109,3 +250,89 @@ def _extension(name: str) -> Path | None:
         if path.exists():
             return path
     return None
+
+
+def _suffix() -> str:
+    """The extension suffix of this interpreter (``.cpython-312-x86_64-linux-gnu.so``):
+    its builds' key in :data:`BUILT_SOURCES`."""
+    return importlib.machinery.EXTENSION_SUFFIXES[0]
+
+
+def _read_records(package: Path) -> dict[str, Any] | None:
+    """The records of :data:`BUILT_SOURCES` by extension suffix (None: no file, or one of
+    format 1, which recorded no interpreter)."""
+    try:
+        data = json.loads((package / BUILT_SOURCES).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT or not isinstance(data.get("builds"), dict):
+        return None
+    return data["builds"]
+
+
+def _record() -> dict[str, Any] | None:
+    """The record of this interpreter's build."""
+    return (_read_records(PACKAGE) or {}).get(_suffix())
+
+
+def _same_interpreter(record: dict[str, Any]) -> bool:
+    python = str(record.get("python", "")).split(".")[:2]
+    return (record.get("implementation") == sys.implementation.name and record.get("cache_tag") ==
+            sys.implementation.cache_tag and python == [str(part) for part in sys.version_info[:2]])
+
+
+def _python_engine() -> str:
+    found = compiled_modules()
+    if len(found) == len(COMPILED):
+        return "compiled engine"
+    return "pure Python engine" if not found else f"engine compiled in part ({', '.join(found)})"
+
+
+def _why_not_native() -> str:
+    record = _record()
+    if record is None:
+        version = ".".join(map(str, sys.version_info[:2]))
+        return f"no build of it for Python {version} is recorded in {PACKAGE}"
+    if record.get("pure_python"):
+        return "the build was DCMAP_PURE_PYTHON's"
+    if NATIVE in record.get("not_built", {}):
+        return str(record["not_built"][NATIVE])
+    return f"its extension module is missing from {PACKAGE / 'search'}"
+
+
+def _native_advice() -> str:
+    """What builds the native engine: the system's build tools first where the build
+    found none."""
+    return _advice(tools=_why_not_native().startswith(("no C++ compiler", "no C compiler", "no Python headers")))
+
+
+def _advice(tools: bool = False) -> str:
+    """The command that rebuilds the compiled modules of this install (``tools``: with the
+    system packages the native engine needs first)."""
+    root = PACKAGE.parent
+    need = ("install g++ and the Python headers (Debian, Ubuntu: apt-get install g++ python3-dev), then "
+            if tools else "")
+    if (root / "setup.py").exists() and (root / "pyproject.toml").exists():  # a checkout (pip install -e)
+        return f"{need}run `pip install -e .` again in {root}"
+    return f"{need}install dcmap_dist again (pip install --force-reinstall --no-deps, from its source)"
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _unrecorded(records: dict[str, Any] | None) -> str:
+    """Why an extension module has no record of its build."""
+    if not (PACKAGE / BUILT_SOURCES).exists():
+        return f"no record of its build ({BUILT_SOURCES} is missing)"
+    if records is None:
+        return (f"{BUILT_SOURCES} is of a build that recorded neither the Python nor the Cython that made it (an "
+                "older dcmap_dist's)")
+    version = ".".join(map(str, sys.version_info[:2]))
+    return (f"no build by Python {version} is recorded: it is left from an earlier build, or was not made by "
+            "dcmap_dist's setup.py")
+
+
+def _refusal(path: Path, why: str) -> str:
+    return (f"dcmap_dist refuses its compiled module {path}: {why}. {_advice()[0].upper()}{_advice()[1:]} "
+            f"(it rebuilds every compiled module)")

@@ -16,7 +16,7 @@ from typing import Any
 
 from .anytime import Anytime
 from .combine import Listing, combine
-from .compiled import native_wanted
+from .compiled import SLOWER, native_wanted, warn_build
 from .cost.base import CostModel
 from .cost.user import load_cost
 from .io.load import load_network
@@ -161,6 +161,7 @@ def solve(
     >>> solve("paper-example", cost=lambda context: float(len(context.nodes)) ** 2).optimal_cost
     7.0
     """
+    warn_build()  # once per process: a source edited since the build, the native engine not built
     limits = _limits(time_limit, max_iterations, memory_limit_mb, max_solutions, checkpoint_every)
     given = {name: value for name, value in (
         ("cost", cost), ("order", order), ("addition", addition), ("scheme", scheme), ("method", method),
@@ -282,7 +283,7 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
                 continue
             if settings.method == "dcmap" and native_wanted() and not runs_natively(problem):
                 warnings.warn(f"the native engine takes networks of up to {NATIVE_NODES} nodes: this component of "
-                              f"{problem.topo.n} is searched by the Python engine, about 11 to 16 times slower",
+                              f"{problem.topo.n} is searched by the Python engine, {SLOWER}",
                               stacklevel=2)
             outcome = runner.run(problem, left, improved, progressed, checkpointer, in_progress)
             in_progress = None

@@ -16,6 +16,7 @@ the whole suite. Exit code: pytest's.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -34,8 +35,11 @@ PROBE = "import dcmap_dist, dcmap_dist.compiled as c; print(dcmap_dist.__file__)
 
 
 def pure_copy(into: Path) -> Path:
-    """``dcmap_dist/`` copied into ``into`` without compiled modules or caches."""
-    shutil.copytree(ROOT / "dcmap_dist", into / "dcmap_dist",
+    """The ``dcmap_dist/`` Python imports (the checkout's, or the one installed where
+    scripts/test_matrix.py tests a wheel) copied into ``into`` without compiled modules or
+    caches."""
+    package = Path(importlib.util.find_spec("dcmap_dist").origin).parent
+    shutil.copytree(package, into / "dcmap_dist",
                     ignore=shutil.ignore_patterns("*.so", "*.pyd", "*.c", "__pycache__", "built-sources.json"))
     return into
 
@@ -58,7 +62,10 @@ def run_tests(tree: Path, engine: str, arguments: list[str], extra: dict[str, st
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="dcmap-pure-") as folder:
-        code = run_tests(pure_copy(Path(folder)), "pure Python engine", sys.argv[1:] or DEFAULT)
+        # DCMAP_ENGINE=python: the Python engine asked for by name (no warning that the
+        # native one is not built)
+        code = run_tests(pure_copy(Path(folder)), "pure Python engine", sys.argv[1:] or DEFAULT,
+                         {"DCMAP_ENGINE": "python"})
     sys.exit(code)
 
 

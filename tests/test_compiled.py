@@ -1,16 +1,12 @@
-"""Tests for dcmap_dist.compiled: which modules run compiled, and the warning when a
-source was edited after its build."""
+"""Tests for dcmap_dist.compiled: which modules run compiled, and which engine runs (the
+check of a build: tests/test_build.py)."""
 
 from __future__ import annotations
 
-import hashlib
-import importlib.machinery
-import json
 import os
 import runpy
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -48,28 +44,11 @@ def test_the_running_modules_are_the_ones_reported():
     assert ("search/problem" in compiled.compiled_modules()) == (suffix != ".py")
 
 
-def test_a_source_edited_after_its_build_warns(tmp_path, monkeypatch):
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    (tmp_path / "search").mkdir()
-    source = tmp_path / "search" / "problem.py"
-    source.write_text("x = 1\n")
-    (tmp_path / "search" / f"problem{suffix}").write_bytes(b"")
-    (tmp_path / compiled.BUILT_SOURCES).write_text(
-        json.dumps({"search/problem": hashlib.sha256(b"x = 1\n").hexdigest()}))
-    monkeypatch.setattr(compiled, "PACKAGE", tmp_path)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        os.utime(source, (3_000_000_000, 3_000_000_000))  # newer, but the same text: silent
-        compiled.check_fresh()
-    source.write_text("x = 2\n")
-    with pytest.warns(UserWarning, match=r"problem\.py changed after it was compiled.*pip install -e \."):
-        compiled.check_fresh()
-
-
 def test_the_installed_build_is_fresh():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        compiled.check_fresh()
+    """No source of the package the tests import changed since its build (tests/test_build.py
+    tests the check itself)."""
+    compiled.check_build()
+    assert compiled._stale == []
 
 
 @pytest.mark.skipif(len(compiled.compiled_modules()) != len(compiled.COMPILED) or not compiled.native_built(),
@@ -84,7 +63,7 @@ def test_the_compiled_engine_searches_like_the_sources_beyond_a_machine_word(tmp
               "r = solve(comb_network(), max_iterations=3000, max_solutions=1); "
               "print(json.dumps([r.iterations, r.optimal_cost, r.lower_bound, [p['cost'] for p in r.trace]]))")
     runs = []
-    for path, engine in ((str(ROOT), "native"), (str(ROOT), "python"), (str(tmp_path), "native")):
+    for path, engine in ((str(ROOT), "native"), (str(ROOT), "python"), (str(tmp_path), "python")):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([path, str(ROOT / "tests")]), DCMAP_ENGINE=engine)
         probe = "import dcmap_dist.compiled as c; print(c.describe()); "
         # -P: the checkout is not put first on sys.path

@@ -186,7 +186,8 @@ def kill_a_worker() -> int:
 
     names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
              if a["namespace"] == "dcmap" and a["name"].startswith("dcmap-worker-")]
-    pid = ray.get(ray.get_actor(names[0], namespace="dcmap").pid.remote())
+    worker = ray.get_actor(names[0], namespace="dcmap")  # held: Ray 2.40 loses a handle only called through
+    pid = ray.get(worker.pid.remote())
     os.kill(pid, signal.SIGKILL)
     return pid
 

@@ -500,7 +500,8 @@ def test_every_bnlearn_file_reads_without_a_warning():
 @pytest.mark.parametrize("raised", [ConnectionError("Could not connect to the GCS: Invalid or missing "
                                                     "authentication token"),
                                     RuntimeError("grpc status UNAUTHENTICATED")])
-def test_a_cluster_that_requires_a_token_is_named(monkeypatch, raised):
+@pytest.mark.parametrize("refuser", ["control store", "ray.init"])
+def test_a_cluster_that_requires_a_token_is_named(monkeypatch, raised, refuser):
     ray = pytest.importorskip("ray")
     from dcmap_dist.run.ray import cluster
 
@@ -509,9 +510,14 @@ def test_a_cluster_that_requires_a_token_is_named(monkeypatch, raised):
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(cluster, "_check_reachable", lambda address: None)
-    # no cluster is there: Ray's client would wait 40 s for one (it is asked first)
-    monkeypatch.setattr(cluster, "_check_token", lambda address: None)
-    monkeypatch.setattr(ray, "init", refused)
+    # the cluster's control store refuses at once (_check_token), or it answers and ray.init
+    # refuses; not a real client, whose connection to a host that does not exist fails
+    # after 40 s (each case took that long)
+    def not_called(*args, **kwargs):
+        raise AssertionError("ray.init was called after the control store refused (it would retry for 20 s)")
+
+    monkeypatch.setattr(ray._raylet, "GcsClient", refused if refuser == "control store" else lambda address: None)
+    monkeypatch.setattr(ray, "init", not_called if refuser == "control store" else refused)
     with pytest.raises(ValueError, match="requires an authentication token.*RAY_AUTH_TOKEN"):
         cluster.connect("head:6379", 2)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
+import dcmap_dist
 from dcmap_dist.io import load as loading
 from dcmap_dist.io.dynamic import recover_template, unroll
 from dcmap_dist.io.load import bundled_examples, load_network
@@ -25,7 +26,7 @@ SMALL = {
     "edges": [["A", "B"], ["B", "C"]],
 }
 TEMPLATE = {**SMALL, "name": "tiny", "temporal_edges": [["A", "A"], ["C", "B"]]}
-ASIA = Path(__file__).resolve().parents[1] / "dcmap_dist" / "examples" / "asia.bif"
+ASIA = Path(dcmap_dist.__file__).parent / "examples" / "asia.bif"  # of the package the tests import
 
 
 def write(tmp_path: Path, name: str, data: bytes | str) -> Path:

@@ -320,7 +320,11 @@ def test_networkx_node_link_format_is_read_like_the_digraph(tmp_path):
     graph.add_edge("A", 7)
     for key in ("links", "edges"):  # networkx writes "edges" now, "links" before 3.4
         path = tmp_path / f"{key}.json"
-        path.write_text(json.dumps(nx.node_link_data(graph, edges=key)))
+        try:
+            data = nx.node_link_data(graph, edges=key)
+        except TypeError:  # networkx before 3.4 (pyproject.toml admits 3.2) names it link
+            data = nx.node_link_data(graph, link=key)
+        path.write_text(json.dumps(data))
         network = load_network(path)
         assert (network.name, network.nodes, network.edges) == ("linked", ("A", "7"), (("A", "7"),))
         assert network.observed == {"A"} and network.states == {"A": 2, "7": 3}

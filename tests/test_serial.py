@@ -191,14 +191,23 @@ def test_same_seed_same_run_on_random_graphs():
         assert [(s.clusters, s.iteration) for s in a.solutions] == [(s.clusters, s.iteration) for s in b.solutions]
 
 
+def frozen() -> int:
+    """The objects in the collector's permanent generation after a collection: on Python
+    3.12 a collection moves the interpreter's immortal objects there (375 on 3.12.1, 0 on
+    3.11 and 3.13), which gc.unfreeze() does not keep out."""
+    gc.collect()
+    return gc.get_freeze_count()
+
+
 def test_a_serial_search_hands_its_objects_back_to_the_garbage_collector(child):
     # every step freezes what is alive (Explorer.step); the search unfreezes it at the
     # end, also when stopped by a limit, so a long-lived caller loses no collection
-    assert gc.get_freeze_count() == 0
+    gc.unfreeze()
+    own = frozen()
     assert solve(child, time_limit=30).proven_optimal
-    assert gc.get_freeze_count() == 0
+    assert frozen() == own
     assert not solve(child, max_iterations=50).proven_optimal
-    assert gc.get_freeze_count() == 0
+    assert frozen() == own
 
 
 def test_a_missing_link_record_is_an_error_unless_records_may_be_lost(child):

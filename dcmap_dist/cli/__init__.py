@@ -14,6 +14,7 @@ import traceback
 import warnings
 from typing import Any
 
+from ..compiled import warn_build
 from ..cost.base import CostError
 from ..env import EnvironmentValueError, flag
 from ..faults import EXIT_CODE as FAULT_EXIT_CODE, EnvironmentFault
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():  # the library's warnings, one line each on stderr
             warnings.showwarning = _show_warning
+            warn_build()  # a source edited since the build, the native engine not built
             return args.run(args)
     except (NetworkError, CostError, ValueError, TimeoutError) as exc:
         _traceback_if_debugging()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.network import Network
-from ..model.topology import layer_nodes, layers, scientific
+from ..model.topology import added, layer_nodes, layers, scientific
 from .base import ChildClusterLayer, CostContext, CostError, child_order
 
 __all__ = ["ELIMINATION_ORDERS", "DcmapCost"]
@@ -170,7 +170,7 @@ class DcmapCost:
             total = 0.0
             for l, parents in parents_by_layer.items():
                 if l == layer[y] + 1 and len(parents) <= MOST_GROUPED_PARENTS:
-                    total += min(sum(left(g) + _grouping_excess(graph, g, by_layer[l], cpt) for g in groups)
+                    total += min(added(left(g) + _grouping_excess(graph, g, by_layer[l], cpt) for g in groups)
                                  for groups in _set_partitions(parents))
                 else:  # at least one absorber, holding some of them
                     total += left(parents)
@@ -211,7 +211,7 @@ class DcmapCost:
             union |= shared
         if (len(absorptions) > MOST_ORDERED_ABSORPTIONS
                 or all(marginalise + _as_float(scope(union)) <= alone for alone, marginalise, _ in absorptions)):
-            return sum(alone for alone, _, _ in absorptions)  # no order raises one above its least alone
+            return added(alone for alone, _, _ in absorptions)  # no order raises one above its least alone
         # least[T]: the least cost of absorbing the set T first (a bit mask over
         # absorptions); the last of T finds the scope holding every other m of T
         count = len(absorptions)
@@ -260,7 +260,7 @@ class DcmapCost:
         for count in range(1, len(parents) + 1):
             for group in itertools.combinations(parents, count):
                 parts[group] = part(list(group))
-        return min(sum(parts[tuple(group)] for group in groups) for groups in _set_partitions(list(parents)))
+        return min(added(parts[tuple(group)] for group in groups) for groups in _set_partitions(list(parents)))
 
 
 def _least_absorption(add: float, size: int, kept_least: int, kept_most: int) -> float:

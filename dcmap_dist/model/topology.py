@@ -7,7 +7,7 @@ input order) that feasibility checks and the search read in their inner loops.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +16,7 @@ from .network import Network
 if TYPE_CHECKING:  # numpy is imported by the one function that needs it, not by the search
     import numpy as np
 
-__all__ = ["Memo", "ONE", "RecentMemo", "Topology", "bits", "eta", "layer_nodes", "layers", "long_arcs",
+__all__ = ["Memo", "ONE", "RecentMemo", "Topology", "added", "bits", "eta", "layer_nodes", "layers", "long_arcs",
            "same_cluster_matrix", "scientific", "union_of"]
 
 
@@ -118,6 +118,17 @@ def union_of(table: list[int], mask: int) -> int:
     for i in bits(mask):
         got |= table[i]
     return got
+
+
+def added(values: Iterable[float]) -> float:
+    """The sum of ``values`` added one by one, left to right, from 0, as the native engine's
+    core adds them and as ``sum`` did before Python 3.12. Since 3.12, ``sum`` adds floats
+    with a compensation (Neumaier's) that can change the last bit: the cost model and the
+    bounds sum with this, so that both engines make the same floats on every Python."""
+    total = 0
+    for value in values:
+        total += value
+    return total
 
 
 class Memo(dict):

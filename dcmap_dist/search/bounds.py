@@ -30,7 +30,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..model.network import Network
-from ..model.topology import Memo, RecentMemo, Topology, bits
+from ..model.topology import Memo, RecentMemo, Topology, added, bits
 
 __all__ = ["LowerBound"]
 
@@ -57,7 +57,7 @@ class LowerBound:
         self._unplaced = Memo(self._unplaced_part)  # unplaced nodes of one layer -> their part
         # the bound of every layer above l, all unplaced
         whole = [self._unplaced[mask] for mask in topo.layer_mask]
-        self._above = [sum(whole[l + 1:]) for l in range(topo.l_max + 1)]
+        self._above = [added(whole[l + 1:]) for l in range(topo.l_max + 1)]
         # (absorber, frontier cluster-layers given to it) -> what absorbing them costs, at least
         self._absorptions = _absorption_bounds(model, graph, topo, message)
         self._next_layers = Memo(lambda rest: _next_layer(topo, rest))  # unplaced -> the next layer's
@@ -147,8 +147,8 @@ class LowerBound:
             return 0.0
         members = bits(unplaced)
         layer = self.topo.layer[members[0]]
-        return (sum(self._own[i] for i in members)
-                + sum(charge for kids, charge in self._absorbing[layer] if kids & unplaced)
+        return (added([self._own[i] for i in members])
+                + added([charge for kids, charge in self._absorbing[layer] if kids & unplaced])
                 + max(self._absorbed[i] for i in members))
 
 
@@ -167,7 +167,7 @@ def _absorption_bounds(model: Any | None, graph: Network, topo: Topology,
     if message_bound is None:
         return None
     per_child = Memo(lambda item: message_bound(graph, topo.names(item[0]), message(item[1])))
-    return Memo(lambda key: sum([per_child[item] for item in key[1]]))
+    return Memo(lambda key: added([per_child[item] for item in key[1]]))
 
 
 def _grouping_bounds(model: Any | None, graph: Network, topo: Topology, parents_of: Memo,

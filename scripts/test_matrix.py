@@ -25,8 +25,8 @@ within its hour:
   (:data:`ACROSS_PYTHONS`: the engines' equivalence to the bit, which Python 3.12's ``sum``
   broke, the garbage collector, networkx's formats, the inputs).
 
-The wheels are built one at a time, in order, each while the Python before is installed
-and tested (a build takes both cores for a minute or two, the tests mostly one).
+The wheels are built one at a time, in order, each while the tests of the Python before
+run (a build takes both cores for a minute or two, the tests mostly one).
 ``--quick`` runs the quick subset on every Python instead. The quick subset leaves out
 the tests of the checkout rather than of the package (:data:`OF_THE_CHECKOUT`), which the
 main suite runs. A run that is not the quick subset installs without compiling the
@@ -48,6 +48,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
@@ -152,8 +153,11 @@ def oldest_constraints() -> str:
     return "\n".join(lines) + "\n"
 
 
-def build(version: str, python: Path, run: Run, work: Path, source: Path) -> Path:
-    """The wheel built by ``python``; raises :class:`Failed`."""
+def build(version: str, python: Path, run: Run, work: Path, source: Path, after: threading.Event | None) -> Path:
+    """The wheel built by ``python``, once ``after`` is set (the Python before has begun
+    its tests, or ended); raises :class:`Failed`."""
+    if after is not None:
+        after.wait()
     wheels = work / "wheels" / version
     started = time.monotonic()
     say(f"{version}: building the wheel with {python} (pinned build tools, isolated) ...")
@@ -167,9 +171,10 @@ def build(version: str, python: Path, run: Run, work: Path, source: Path) -> Pat
     return wheel
 
 
-def install_and_test(version: str, python: Path, wheel: Path, run: Run, work: Path, tests: Path) -> None:
-    """Install ``wheel`` in a fresh environment of ``python``, check it and test it;
-    raises :class:`Failed`."""
+def install_and_test(version: str, python: Path, wheel: Path, run: Run, work: Path, tests: Path,
+                     testing: threading.Event) -> None:
+    """Install ``wheel`` in a fresh environment of ``python``, check it and test it
+    (``testing`` set as the tests begin); raises :class:`Failed`."""
     logs = work / "logs"
     venv = work / "venvs" / version
     started = time.monotonic()
@@ -213,6 +218,7 @@ def install_and_test(version: str, python: Path, wheel: Path, run: Run, work: Pa
     say(f"{version}: dcmap solve asia: {[line for line in solved.splitlines() if 'asia:' in line][-1].strip()}")
 
     started = time.monotonic()
+    testing.set()
     say(f"{version}: pytest {' '.join(run.tests)} ...")
     # -P: the tests' folder is not put first on sys.path; DCMAP_EXPECT_ENGINE: the session
     # refuses to start on another engine (tests/conftest.py)
@@ -257,20 +263,32 @@ def main() -> None:
                 (failed if ci else skipped).append(version)
                 say(f"{version}: no Python {version} (pyenv root's versions, python{version} on the PATH): "
                     f"{'a failure under CI' if ci else 'skipped'}")
-        # the wheels are built one at a time, in order, each while the one before is
-        # installed and tested (its tests use one core of the two, mostly)
+        # the wheels are built one at a time, in order, each while the tests of the
+        # Python before run (they use one core of the two, mostly; an install and a build
+        # at once only slow each other)
+        found = [version for version, python in pythons.items() if python is not None]
+        testing = {version: threading.Event() for version in found}
         with ThreadPoolExecutor(max_workers=1) as builder:
-            wheels = {version: builder.submit(build, version, python, PLAN[version], work, source)
-                      for version, python in pythons.items() if python is not None}
-            for version, building in wheels.items():
-                run = PLAN[version]
-                try:
-                    install_and_test(version, pythons[version], building.result(), run, work, tests)
-                    run.outcome = "passed"
-                except Failed as failure:
-                    run.outcome = "FAILED"
-                    failed.append(version)
-                    say(str(failure))
+            wheels = {version: builder.submit(build, version, pythons[version], PLAN[version], work, source,
+                                              testing[found[i - 1]] if i else None)
+                      for i, version in enumerate(found)}
+            try:
+                for version, building in wheels.items():
+                    run = PLAN[version]
+                    try:
+                        install_and_test(version, pythons[version], building.result(), run, work, tests,
+                                         testing[version])
+                        run.outcome = "passed"
+                    except Failed as failure:
+                        run.outcome = "FAILED"
+                        failed.append(version)
+                        say(str(failure))
+                    finally:
+                        testing[version].set()  # the next build waits no longer
+            finally:  # interrupted: no build waits, none starts (one under way ends first)
+                for event in testing.values():
+                    event.set()
+                builder.shutdown(wait=False, cancel_futures=True)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

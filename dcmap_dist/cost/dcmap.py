@@ -8,7 +8,7 @@ import itertools
 import math
 import numbers
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +113,21 @@ class DcmapCost:
             cost += _as_float(size) + _weighted(_sum_out_weight(self.addition, card), size)
             scope.discard(x)
         return cost
+
+    def ranks(self, graph: Network) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """Each node's rank (by node index) in the three orders this model sorts by: by
+        name (the canonical order's children), by elimination position
+        (:meth:`evaluate`'s eliminations) and by layer then elimination position
+        (:meth:`naive`): the native core sorts by these ranks."""
+        nodes = graph.nodes
+        position = elimination_positions(graph, self.order)
+        layer = layers(graph)
+
+        def rank(key: Callable[[str], Any]) -> tuple[int, ...]:
+            ranked = {x: k for k, x in enumerate(sorted(nodes, key=key))}
+            return tuple(ranked[x] for x in nodes)
+
+        return rank(lambda x: x), rank(position.__getitem__), rank(lambda x: (layer[x], position[x]))
 
     def estimate(self, graph: Network, nodes: Iterable[str]) -> float:
         """The paper's ``h``: the naive cost of the nodes still to place."""

@@ -5,7 +5,7 @@ from dcmap_dist.model.topology cimport RecentMemo, Topology
 
 cdef class LowerBound:
     cdef public Topology topo
-    cdef public object _own, _absorbed, _absorbing, _unplaced, _above
+    cdef public object own, absorbed, absorbing, _unplaced, above
     cdef public object _absorptions, _absorbers, _groupings, _next_layers
     cdef public RecentMemo _known
     cpdef object lookup(self, object layer, object assigned, object frontier)

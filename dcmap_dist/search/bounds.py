@@ -40,24 +40,29 @@ KNOWN_KEPT = 4096
 
 class LowerBound:
     """The bound of a branch from its ``layer``, ``assigned`` and frontier ``frontier``:
-    ``lookup(layer, assigned, frontier)``. ``model`` None: the bound is 0 (no pruning)."""
+    ``lookup(layer, assigned, frontier)``. ``model`` None: the bound is 0 (no pruning).
+
+    Its per-node and per-layer parts are public, for the native core (search/core.py's
+    ModelTables): ``own`` and ``absorbed``, each node's parts; ``absorbing``, per layer
+    ``(children there, charge)`` of each absorber with children there; ``above``, per
+    layer the bound of every layer above it, all unplaced."""
 
     def __init__(self, topo: Topology, graph: Network, model: Any | None,
                  parents_of: Memo, message: Callable[[Hashable], Hashable]) -> None:
         self.topo = topo
-        self._own = _per_node(model, "node_lower_bounds", graph, topo)
-        self._absorbed = _per_node(model, "absorbed_lower_bounds", graph, topo)
+        self.own = _per_node(model, "node_lower_bounds", graph, topo)
+        self.absorbed = _per_node(model, "absorbed_lower_bounds", graph, topo)
         absorber = _per_node(model, "absorber_lower_bounds", graph, topo)
         # absorbing[l]: (its children in layer l, charge) of each node with children there
-        self._absorbing: list[list[tuple[int, float]]] = [[] for _ in range(topo.l_max + 1)]
+        self.absorbing: list[list[tuple[int, float]]] = [[] for _ in range(topo.l_max + 1)]
         for i in range(topo.n):
             if absorber[i]:
                 for l in sorted({topo.layer[c] for c in bits(topo.children[i])}):
-                    self._absorbing[l].append((topo.children[i] & topo.layer_mask[l], absorber[i]))
+                    self.absorbing[l].append((topo.children[i] & topo.layer_mask[l], absorber[i]))
         self._unplaced = Memo(self._unplaced_part)  # unplaced nodes of one layer -> their part
         # the bound of every layer above l, all unplaced
         whole = [self._unplaced[mask] for mask in topo.layer_mask]
-        self._above = [added(whole[l + 1:]) for l in range(topo.l_max + 1)]
+        self.above = [added(whole[l + 1:]) for l in range(topo.l_max + 1)]
         # (absorber, frontier cluster-layers given to it) -> what absorbing them costs, at least
         self._absorptions = _absorption_bounds(model, graph, topo, message)
         self._next_layers = Memo(lambda rest: _next_layer(topo, rest))  # unplaced -> the next layer's
@@ -91,12 +96,13 @@ class LowerBound:
 
     def _point(self, key: tuple) -> tuple[float, tuple[tuple[int, Hashable], ...]]:
         """The memo's value for a point ``(layer, assigned, frontier)``, computed."""
-        return self._compute(key[0], key[1], key[2]), key[2]
+        return self.compute(key[0], key[1], key[2]), key[2]
 
-    def _compute(self, layer: int, assigned: int, frontier: tuple[tuple[int, Hashable], ...]) -> float:
-        """The bound of :meth:`lookup`, computed."""
+    def compute(self, layer: int, assigned: int, frontier: tuple[tuple[int, Hashable], ...]) -> float:
+        """The bound of :meth:`lookup`, computed (not remembered: the native core asks
+        this of a frontier it has not met, and remembers the answer itself)."""
         topo = self.topo
-        bound = self._above[layer]
+        bound = self.above[layer]
         rest = topo.above[layer]
         if assigned != -1:
             unplaced = topo.layer_mask[layer] & ~assigned
@@ -147,9 +153,9 @@ class LowerBound:
             return 0.0
         members = bits(unplaced)
         layer = self.topo.layer[members[0]]
-        return (added([self._own[i] for i in members])
-                + added([charge for kids, charge in self._absorbing[layer] if kids & unplaced])
-                + max(self._absorbed[i] for i in members))
+        return (added([self.own[i] for i in members])
+                + added([charge for kids, charge in self.absorbing[layer] if kids & unplaced])
+                + max(self.absorbed[i] for i in members))
 
 
 def _absorption_bounds(model: Any | None, graph: Network, topo: Topology,

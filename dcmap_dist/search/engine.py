@@ -23,6 +23,7 @@ from ..compiled import native_wanted
 from ..limits import StepEnd, StopReason, Stopwatch
 from .batches import MAGIC
 from .branch import Branch
+from .core import NATIVE_NODES
 from .explorer import Explorer
 from .histories import Histories
 from .linking import Entry
@@ -31,7 +32,6 @@ from .state import Improvement, SearchState
 
 __all__ = ["Arrival", "Engine", "NATIVE_NODES", "new_engine", "runs_natively", "share_state"]
 
-NATIVE_NODES = 512  # the native engine's widest masks: 8 words of 64 nodes
 Arrival = tuple[tuple, Branch]  # a completion sent to the owner of its key: (link key, branch)
 
 

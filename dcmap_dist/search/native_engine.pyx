@@ -32,16 +32,16 @@ import pickle
 import random
 import zlib
 
+from ..limits import SearchInterrupted
 from .batches import CHECKED_FROM, checked
 from .branch import Branch
+from .core import core_input, definition, rebuilt
 from .histories import HistoryTable, histories_of
-from ..limits import SearchInterrupted
 from .linking import Entry
 from .state import Improvement, SearchState
 
-__all__ = ["NativeEngine", "MAX_NODES"]
+__all__ = ["NativeEngine"]
 
-MAX_NODES = 512  # the widest masks: 8 words
 MAX_SERIAL = 1 << 32  # a record serial past this is refused (a damaged checkpoint, not a search)
 
 ctypedef uint32_t Id
@@ -197,11 +197,11 @@ cdef int _cost(void* context, const uint64_t* nodes, const uint64_t* same, const
         for k in range(children):
             key.append(engine._int(child_masks + k * engine.width))
             key.append(engine._py_message(child_messages[k]))
-        value, item = engine.problem._costs[tuple(key)]
+        value, held = engine.problem.cluster_layer(tuple(key), engine._watch)
         cost[0] = value
-        message[0] = engine._message(item[1])
+        message[0] = engine._message(held)
         return 0
-    except SearchInterrupted as stop:  # a limit reached after a slow call (Problem._evaluate)
+    except SearchInterrupted as stop:  # a limit reached after a slow call (Reference.cluster_layer)
         return CODES[stop.args[0]]
     except BaseException as exc:
         engine._error = exc
@@ -217,7 +217,7 @@ cdef int _bound(void* context, int layer, const uint64_t* assigned, const uint64
         for k in range(items):
             frontier.append((engine._int(item_masks + k * engine.width), engine._py_message(item_messages[k])))
         frontier = tuple(frontier)
-        bound[0] = engine.problem.bound._compute(layer, -1 if assigned == NULL else engine._int(assigned), frontier)
+        bound[0] = engine.problem.frontier_bound(layer, -1 if assigned == NULL else engine._int(assigned), frontier)
         return 0
     except BaseException as exc:
         engine._error = exc
@@ -249,7 +249,9 @@ cdef int _resources(void* context, int* reason) noexcept with gil:
 cdef class NativeEngine:
     """The native engine for one actor's share of a search of ``problem`` (the arguments
     are :class:`~dcmap_dist.search.explorer.Explorer`'s), answering the calls of
-    :class:`~dcmap_dist.search.engine.Engine` as the Python engine does."""
+    :class:`~dcmap_dist.search.engine.Engine` as the Python engine does. The core takes
+    search/core.py's CoreInput and asks ``problem`` (a core.Reference) for what it does
+    not compute itself."""
 
     cdef unique_ptr[EngineBase] core
     cdef Oracle oracle
@@ -264,20 +266,17 @@ cdef class NativeEngine:
     cdef dict _item_tuples  # item id -> (members, message)
     cdef dict _frontiers  # sequence id -> tuple of items
     cdef dict _mask_tuples  # sequence id -> tuple of ints
-    cdef object _alpha, _seed, _owner, _shard_index, _shards, _notify
+    cdef object _options, _seed  # search/core.py's CoreOptions, and the seed: for pickling
     cdef uint64_t _collections  # the core's collections of its sequences: their ids change each time
     cdef readonly bint native_model  # the built-in cost model runs in the core (its messages are masks)
     cdef bint _coded
 
     def __init__(self, problem, alpha=0.6, seed=0, owner=None, shard_index=0, shards=1, notify=False):
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
-        topo = problem.topo
-        if topo.n > MAX_NODES:
-            raise ValueError(f"the native engine takes networks of up to {MAX_NODES} nodes, not {topo.n}")
-        self.problem = problem
-        self.n = topo.n
-        self.width = words_for(topo.n)
+        record = core_input(problem, alpha, owner, shard_index, shards, notify)
+        topology, options = record.topology, record.options
+        self.problem = problem  # the Reference the core asks back (search/core.py)
+        self.n = topology.n
+        self.width = words_for(topology.n)
         self._messages = []
         self._message_ids = {}
         self._ints = {}
@@ -286,49 +285,64 @@ cdef class NativeEngine:
         self._mask_tuples = {}
         self._watch = None
         self._error = None
-        self._alpha, self._seed, self._owner = alpha, seed, owner
-        self._shard_index, self._shards, self._notify = shard_index, shards, notify
+        self._options, self._seed = options, seed
         cdef TopologyData data
-        data.n = topo.n
-        data.l_max = topo.l_max
-        data.layer = list(topo.layer)
-        data.parents = self._words_of(topo.parents)
-        data.children = self._words_of(topo.children)
-        data.neighbours = self._words_of(topo.neighbours)
-        data.anc = self._words_of(topo.anc)
-        data.desc = self._words_of(topo.desc)
-        data.layer_mask = self._words_of(topo.layer_mask)
-        data.above = self._words_of(topo.above)
-        cdef EngineOptions options
-        options.single_scheme = problem.scheme == "single"
-        options.full_keys = problem.keys.kind == "full"
-        options.has_estimator = problem._estimator is not None
-        options.alpha = alpha
-        options.has_owner = owner is not None
-        options.owner = 0 if owner is None else owner
-        options.shard_index = shard_index
-        options.shards = shards
-        options.notify = notify
+        data.n = topology.n
+        data.l_max = topology.l_max
+        data.layer = list(topology.layer)
+        data.parents = self._words_of(topology.parents)
+        data.children = self._words_of(topology.children)
+        data.neighbours = self._words_of(topology.neighbours)
+        data.anc = self._words_of(topology.anc)
+        data.desc = self._words_of(topology.desc)
+        data.layer_mask = self._words_of(topology.layer_mask)
+        data.above = self._words_of(topology.above)
+        cdef EngineOptions core_options
+        core_options.single_scheme = options.single_scheme
+        core_options.full_keys = options.full_keys
+        core_options.has_estimator = options.has_estimator
+        core_options.alpha = options.alpha
+        core_options.has_owner = options.owner is not None
+        core_options.owner = 0 if options.owner is None else options.owner
+        core_options.shard_index = options.shard_index
+        core_options.shards = options.shards
+        core_options.notify = options.notify
         self.oracle.context = <void*>self
         self.oracle.cost = _cost
         self.oracle.bound = _bound
         self.oracle.estimate = _estimate
         self.oracle.resources = _resources
-        self.core = make_engine(data, options, self.oracle)
+        self.core = make_engine(data, core_options, self.oracle)
         self._set_random_state(random.Random(seed).getstate())
-        cdef ModelData model
-        self.native_model = self._coded = model_data(problem, &model)
+        self.native_model = self._coded = record.model is not None
         if self.native_model:
-            self.core.get().use_model(model)
+            self.core.get().use_model(self._model_tables(record.model))
 
     def __reduce__(self):
         """Pickled as what rebuilds it (its problem's definition and its own arguments) and
         its state as one blob (:meth:`take_share`), which the receiving process loads."""
-        problem = self.problem
-        definition = (problem.network, problem.model, problem.scheme, problem.graph, problem.keys.kind,
-                      problem.use_bound)
-        return _rebuild, (definition, self._alpha, self._seed, self._owner, self._shard_index, self._shards,
-                          self._notify, self.take_share(), self.iterations, self.g_min, self.random_state())
+        options = self._options
+        return _rebuild, (definition(self.problem), options.alpha, self._seed, options.owner, options.shard_index,
+                          options.shards, options.notify, self.take_share(), self.iterations, self.g_min,
+                          self.random_state())
+
+    cdef ModelData _model_tables(self, tables) except *:
+        """search/core.py's ModelTables as the core's struct (masks as words)."""
+        cdef ModelData out
+        out.cards = list(tables.cards)
+        out.name_rank = list(tables.name_rank)
+        out.eliminate_rank = list(tables.eliminate_rank)
+        out.naive_rank = list(tables.naive_rank)
+        out.canonical = tables.canonical
+        out.addition = tables.addition
+        out.bounds = tables.bounds
+        out.above = list(tables.above)
+        out.own = list(tables.own)
+        out.absorbed = list(tables.absorbed)
+        for absorbers in tables.absorbing:
+            out.absorbing_kids.push_back(self._words_of([mask for mask, _ in absorbers]))
+            out.absorbing_charges.push_back([charge for _, charge in absorbers])
+        return out
 
     # -- values: Python ints and messages <-> ids ---------------------------------------------
     cdef vector[uint64_t] _words_of(self, masks) except *:
@@ -586,14 +600,13 @@ cdef class NativeEngine:
         cdef int64_t watch_most = -1 if limit is None else limit
         cdef double start = watch.start
         cdef int code
-        self._watch = watch
+        self._watch = watch  # checked after a slow cost call: see _cost
         self._error = None
-        self.problem.watch = watch  # checked after a slow cost call: see _cost
         try:
             with nogil:
                 code = self.core.get().step(deadline, most, watch_most, True, start)
         finally:
-            self.problem.watch = None
+            self._watch = None
         self._forget_sequences()
         if code < 0:
             error, self._error = self._error, None
@@ -814,52 +827,8 @@ cdef class NativeEngine:
                 "of which masks": (f.masks_count, f.masks), "of which sequences": (f.seqs_count, f.seqs)}
 
 
-cdef bint model_data(problem, ModelData* data) except -1:
-    """Fill ``data`` with the built-in model's tables for the core; False where the model
-    must stay in Python: another model, an addition that is not a plain number, a network
-    of several components (the messages' codes follow the whole network's nodes), a node
-    of 2^53 states or more."""
-    from ..cost.dcmap import DcmapCost, elimination_positions
-    from ..model.topology import layers
-
-    model, graph, network = problem.model, problem.graph, problem.network
-    if (type(model) is not DcmapCost or type(model.addition) not in (int, float)
-            or tuple(network.nodes) != tuple(graph.nodes) or any(graph.card(x) >= 1 << 53 for x in graph.nodes)):
-        return False
-    nodes = graph.nodes
-    position = elimination_positions(graph, model.order)
-    layer = layers(graph)
-    rank = lambda key: {x: k for k, x in enumerate(sorted(nodes, key=key))}
-    by_name, by_position, by_naive = rank(lambda x: x), rank(position.__getitem__), rank(lambda x: (layer[x], position[x]))
-    data[0].cards = [graph.card(x) for x in nodes]
-    data[0].name_rank = [by_name[x] for x in nodes]
-    data[0].eliminate_rank = [by_position[x] for x in nodes]
-    data[0].naive_rank = [by_naive[x] for x in nodes]
-    data[0].canonical = model.order == "canonical"
-    data[0].addition = model.addition
-    bound = problem.bound
-    data[0].bounds = problem.use_bound
-    data[0].above = [float(v) for v in bound._above]
-    data[0].own = [float(v) for v in bound._own]
-    data[0].absorbed = [float(v) for v in bound._absorbed]
-    width = words_for(len(nodes))
-    for absorbers in bound._absorbing:
-        kids, charges = [], []
-        for mask, charge in absorbers:
-            raw = int(mask).to_bytes(8 * width, "little")
-            kids += [int.from_bytes(raw[8 * k:8 * k + 8], "little") for k in range(width)]
-            charges.append(float(charge))
-        data[0].absorbing_kids.push_back(kids)
-        data[0].absorbing_charges.push_back(charges)
-    return True
-
-
 def _rebuild(definition, alpha, seed, owner, shard_index, shards, notify, share, iterations, g_min, random_state):
-    from .problem import Problem
-
-    network, model, scheme, graph, link_key, use_bound = definition
-    problem = Problem(network, model, scheme, graph=graph, link_key=link_key, use_bound=use_bound)
-    engine = NativeEngine(problem, alpha, seed, owner, shard_index, shards, notify)
+    engine = NativeEngine(rebuilt(definition), alpha, seed, owner, shard_index, shards, notify)
     engine.restore(SearchState(), iterations, g_min, random_state)
     engine.load_share(share)
     return engine

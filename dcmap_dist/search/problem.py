@@ -91,6 +91,17 @@ class Problem:
             return self.lower_bound(branch)
         return self.rest_estimate(self.remaining(branch))
 
+    @property
+    def has_estimator(self) -> bool:
+        """Whether the model gives the paper's ``h`` (``estimate``); else the bound is ``h``."""
+        return self._estimator is not None
+
+    def frontier_bound(self, layer: int, assigned: int, frontier: tuple[tuple[int, Hashable], ...]) -> float:
+        """The bound on the cost still to come from ``layer`` with ``assigned`` placed (-1:
+        all of it) and ``frontier``, computed afresh (search/core.py's Reference: the native
+        core remembers its answers itself)."""
+        return self.bound.compute(layer, assigned, frontier)
+
     def rest_estimate(self, rest: int) -> float:
         """The model's estimate of the cost of the nodes ``rest`` (a mask), memoised."""
         got = self._estimates.get(rest)
@@ -118,6 +129,17 @@ class Problem:
             same |= item[0] & cluster
         key[1] = same
         return self._costs[tuple(key)]
+
+    def cluster_layer(self, key: tuple, watch: Stopwatch | None = None) -> tuple[float, Hashable]:
+        """The cost and message of the cluster-layer a key of the cost memo names (see
+        :meth:`_evaluate`), memoised; with a ``watch``, its limits are checked after a slow
+        call of the model (search/core.py's Reference: the native core asks this)."""
+        self.watch = watch
+        try:
+            value, item = self._costs[key]
+        finally:
+            self.watch = None
+        return value, item[1]
 
     def _evaluate(self, key: tuple) -> tuple[float, tuple[int, Hashable]]:
         """The cost and frontier item for a key of the cost memo (a miss): ``(nodes, same,

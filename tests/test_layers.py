@@ -6,6 +6,7 @@ code with :mod:`ast`; neither runs it."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -176,3 +177,42 @@ def defined_names(node: ast.stmt) -> list[str]:
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return [(alias.asname or alias.name).split(".")[0] for alias in node.names]
     return []
+
+
+# -- the seam between the engines ---------------------------------------------------------------
+BINDING = PACKAGE / "search" / "native_engine.pyx"
+# what the binding may import of the package: the seam (search/core.py) and the records that
+# cross the Engine boundary (branches, link entries, histories, the search state, the batch
+# format, the interruption a limit raises)
+BINDING_IMPORTS = {"dcmap_dist.search.core", "dcmap_dist.search.branch", "dcmap_dist.search.linking",
+                   "dcmap_dist.search.histories", "dcmap_dist.search.state", "dcmap_dist.search.batches",
+                   "dcmap_dist.limits"}
+BINDING_SELVES = {"self", "engine"}  # the binding's own objects (engine: the callbacks' NativeEngine)
+
+
+def binding_faults(source: str) -> list[str]:
+    """Where the binding's Cython ``source`` crosses the seam elsewhere than through
+    :data:`BINDING_IMPORTS`: an import of another module of the package, or a private name
+    (``x._name``) of anything but its own objects. Read as text: Cython is not Python."""
+    faults = []
+    for number, line in enumerate(source.splitlines(), 1):
+        found = re.match(r"\s*(?:from\s+(\.+)([\w.]*)\s+c?import|import\s+(dcmap_dist[\w.]*))", line)
+        if found:
+            dots, module, absolute = found.groups()
+            target = absolute or ".".join(["dcmap_dist", "search"][: 3 - len(dots)] + ([module] if module else []))
+            if target.split(".")[0] == "dcmap_dist" and target not in BINDING_IMPORTS:
+                faults.append(f"line {number}: imports {target}")
+        for owner, name in re.findall(r"\b([A-Za-z_]\w*)\.(_[a-z]\w*)", line.split("#")[0]):
+            if owner not in BINDING_SELVES:
+                faults.append(f"line {number}: reads {owner}.{name}")
+    return faults
+
+
+def test_the_binding_crosses_only_the_seam():
+    assert binding_faults(BINDING.read_text()) == []
+
+
+def test_a_crossing_beside_the_seam_is_found():
+    source = ("from .problem import Problem\nfrom ..limits import SearchInterrupted\nfrom .core import core_input\n"
+              "x = engine.problem._costs[key]  # a private name\ny = self._ints\n")
+    assert binding_faults(source) == ["line 1: imports dcmap_dist.search.problem", "line 4: reads problem._costs"]

@@ -35,10 +35,11 @@ from ...search.engine import Engine, new_engine
 from ...search.histories import Histories, gather_histories
 from ...search.linking import route
 from ...search.state import Improvement, Resumption, SearchState
-from .protocol import (LOOKUPS, SILENT_STEPS, Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepOrder,
-                       StepReport, Totals, TurnReport, WorkersLost)
+from .protocol import (LOOKUPS, SILENT_STEPS, Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepReport,
+                       Totals, TurnReport, WorkersLost)
 from .recovery import (INTERRUPTED_SECONDS, LOST, PING_SECONDS, PLACE_SECONDS, POLL_SECONDS, WorkerSilent,
                        answering, free_spots, merged, said, sort_out)
+from .rules import deliver, next_order, notify, take_in
 from .snapshots import Snapshots
 from .steps import (BOUND_SECONDS, QUEUED_STEPS, WorkerSlot, deal, iteration_caps, silence,
                     step_seconds)
@@ -190,12 +191,7 @@ class Coordinator:
         if not self.sharded:
             self.engine.receive(arrivals)
             return
-        problem = self.engine.problem
-        owned: dict[int, list] = {}
-        for key, branch in arrivals:
-            owned.setdefault(route(key, self.size), []).append((key, branch))
-        for owner, batch in owned.items():
-            self.slots[owner].inbox.append(batches.encode(batch, problem.topo.n, batches.codes_fit(problem), by_value))
+        deliver(self.slots, arrivals, self.engine.problem, by_value)
 
     def _distribute(self, state: SearchState) -> None:
         """Share a resumed state among the workers: each key to its owner, each branch to
@@ -316,16 +312,12 @@ class Coordinator:
         bound = now >= slot.next_bound  # its least bound for progress, now and then
         if bound:
             slot.next_bound = now + BOUND_SECONDS
-        own = slot.report.iterations
-        order = StepOrder(g_min=self.engine.g_min, notices=slot.unheard, branches=slot.hand,
-                          iterations=self.iterations, local_iterations=own, elapsed=self.elapsed(),
-                          seconds=self.step, limits=self.watch.remaining(),
-                          max_iterations=None if allowance is None else own + allowance,
-                          destinations=destinations, bound=bound)
-        slot.running.append(slot.actor.step.options(num_returns=1 + destinations).remote(order, *slot.inbox))
+        order, inbox = next_order(slot, g_min=self.engine.g_min, iterations=self.iterations, elapsed=self.elapsed(),
+                                  seconds=self.step, limits=self.watch.remaining(), allowance=allowance,
+                                  expansions=self.options.step_iterations, destinations=destinations, bound=bound)
+        slot.running.append(slot.actor.step.options(num_returns=1 + destinations).remote(order, *inbox))
         slot.fed.append(slot.sources)
-        slot.reserved = allowance or 0
-        slot.inbox, slot.hand, slot.unheard, slot.sources = [], [], [], set()
+        slot.sources = set()
 
     def _settle_arrivals(self) -> None:
         """Have every worker settle the batches waiting for it, expanding nothing: a
@@ -348,28 +340,12 @@ class Coordinator:
         slot.running.pop(0)
         slot.fed.pop(0)
         slot.reserved = 0
-        if report.least_bound is None:  # not asked this step: keep the last one known
-            report.least_bound = slot.report.least_bound
-        slot.report = report
-        slot.memory_mb = report.memory_mb
-        totals = self.totals
-        totals.steps += 1
-        totals.received += report.received
-        totals.sent += sum(report.sent)
-        totals.bytes += report.bytes
+        arrivals = take_in(self.slots, i, report, refs[1:], self.sharded, self.totals)
         self.iterations += report.expanded
         self.trace.extend(report.improvements)
         self.engine.hear(report.g_min)
-        self._notify(report.notices)
+        notify(self.slots, report.notices)
         self.watch.sample_memory()
-        arrivals = []
-        for j, count in enumerate(report.sent):
-            if count:
-                if self.sharded:
-                    self.slots[j].inbox.append(refs[1 + j])
-                    self.slots[j].sources.add(i)
-                else:
-                    arrivals.append(refs[1 + j])
         if report.stop not in (StepEnd.IDLE, StepEnd.BUDGET, StopReason.MAX_ITERATIONS):
             self.stop = report.stop
         if arrivals:
@@ -377,13 +353,7 @@ class Coordinator:
             for batch in self._get(arrivals):
                 self.engine.receive_batch(batch)
             self.trace.extend(self.engine.take_improvements())
-            self._notify(self.engine.take_notices())
-
-    def _notify(self, notices: list[int]) -> None:
-        """Dominated records, for every worker's next step."""
-        if notices:
-            for slot in self.slots:
-                slot.unheard.extend(notices)
+            notify(self.slots, self.engine.take_notices())
 
     def _drain(self) -> None:
         """Absorb every running step without starting new ones: afterwards nothing runs

@@ -121,8 +121,7 @@ class RaySearch:
                  on_improvement: OnImprovement | None, resume: Resumption | None) -> None:
         self.problem = problem
         self.on_improvement = on_improvement
-        spec = SearchSpec(network=problem.network, graph=problem.graph, model=problem.model, scheme=problem.scheme,
-                          link_key=problem.keys.kind, use_bound=problem.use_bound, alpha=alpha, seed=seed)
+        spec = SearchSpec.of(problem, alpha, seed)
         self.spec = spec
         self.first = first = resume.first if resume else incumbent(problem, Stopwatch(limits))
         ship_by_value(spec.model)

@@ -21,13 +21,14 @@ from ...search.linking import Entry
 from ...search.problem import Problem
 from ...search.state import Improvement, SearchState
 
-__all__ = ["Cut", "LOOKUPS", "RayOptions", "Results", "SILENT_STEPS", "SILENT_STEPS_VARIABLE", "SearchSpec",
-           "Snapshot", "Statistics", "StepOrder", "StepReport", "Totals", "TurnReport", "WorkerLostWarning",
-           "WorkerSnapshot", "WorkersLost"]
+__all__ = ["Cut", "LOOKUPS", "RayOptions", "Results", "SILENT_STEPS", "SILENT_STEPS_VARIABLE", "STEP_ITERATIONS_VARIABLE",
+           "SearchSpec", "Snapshot", "Statistics", "StepOrder", "StepReport", "Totals", "TurnReport",
+           "WorkerLostWarning", "WorkerSnapshot", "WorkersLost"]
 
 LOOKUPS = "lookups"  # a worker's thread for history lookups and pings, answered while its steps run
 SILENT_STEPS = 200  # a worker that has not answered for this many base steps is lost
 SILENT_STEPS_VARIABLE = "DCMAP_SILENT_STEPS"  # overrides SILENT_STEPS
+STEP_ITERATIONS_VARIABLE = "DCMAP_STEP_ITERATIONS"  # steps of this many expansions instead of seconds
 
 
 class WorkersLost(RuntimeError):
@@ -46,6 +47,11 @@ def _silent_steps() -> float:
     return number(SILENT_STEPS_VARIABLE, SILENT_STEPS, 1e6, "step lengths")
 
 
+def _step_iterations() -> int | None:
+    steps = number(STEP_ITERATIONS_VARIABLE, 0, 1e12, "expansions")
+    return max(1, round(steps)) if steps else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class RayOptions:
     """How a distributed search runs: on ``workers`` Ray worker actors, attached to the
@@ -53,13 +59,18 @@ class RayOptions:
     or on the ``coordinator``, a snapshot for recovering a lost worker at least every
     ``snapshot_every`` seconds (None: none); a worker that has not answered for
     ``silent_steps`` step lengths is lost (default: :data:`SILENT_STEPS`, or the
-    environment variable ``DCMAP_SILENT_STEPS`` of the driver)."""
+    environment variable ``DCMAP_SILENT_STEPS`` of the driver). With ``step_iterations``,
+    a worker's step ends after that many expansions rather than after a step length
+    (default: none, or the driver's ``DCMAP_STEP_ITERATIONS``): the work of a run then
+    depends on the order of the steps, not on the clock, as in the model of many
+    workers (:mod:`dcmap_dist.run.model`)."""
 
     workers: int
     link_table: str = "sharded"
     snapshot_every: float | None = 30.0
     address: str | None = None
     silent_steps: float = field(default_factory=_silent_steps)
+    step_iterations: int | None = field(default_factory=_step_iterations)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,6 +85,12 @@ class SearchSpec:
     use_bound: bool
     alpha: float
     seed: int
+
+    @classmethod
+    def of(cls, problem: Problem, alpha: float, seed: int) -> SearchSpec:
+        """The spec of a search of ``problem``."""
+        return cls(network=problem.network, graph=problem.graph, model=problem.model, scheme=problem.scheme,
+                   link_key=problem.keys.kind, use_bound=problem.use_bound, alpha=alpha, seed=seed)
 
     def problem(self) -> Problem:
         return Problem(self.network, self.model, self.scheme, graph=self.graph, link_key=self.link_key,
@@ -95,6 +112,7 @@ class StepOrder:
     max_iterations: int | None  # the worker's own count it may reach (an iteration limit shared out)
     destinations: int  # batches returned: one per worker (sharded), one for the coordinator
     bound: bool  # report the least bound over its open branches (a scan: now and then)
+    expansions: int | None = None  # the step ends after this many expansions (None: after ``seconds``)
 
 
 @dataclass(slots=True, kw_only=True)

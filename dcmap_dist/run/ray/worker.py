@@ -11,13 +11,12 @@ from typing import Any
 
 import ray.cloudpickle
 
-from ...limits import Stopwatch
-from ...search.engine import Engine, new_engine
-from ...search.batches import rows_in
+from ...search.engine import Engine
 from ...search.histories import Histories
 from ...search.linking import Entry
 from ...search.state import SearchState
-from .protocol import SearchSpec, StepOrder, StepReport, WorkerSnapshot
+from .protocol import SearchSpec, StepOrder, WorkerSnapshot
+from .rules import take_step, worker_engine
 
 __all__ = ["SWITCH_SECONDS", "Worker", "by_value"]
 
@@ -50,8 +49,7 @@ class Worker:
         """Start a new search as worker ``index`` of ``workers``; ``sharded``: it owns shard
         ``index`` of the link table (its records numbered as owner ``owner``), else the
         coordinator holds the table and every completion goes there."""
-        self.engine = new_engine(spec.problem(), spec.alpha, spec.seed + index, owner if sharded else None,
-                                 index, workers if sharded else 1)
+        self.engine = worker_engine(spec, index, sharded, workers, owner)
         self.busy = 0.0
         self.cpu = time.process_time()
 
@@ -59,31 +57,9 @@ class Worker:
         """Take the arrivals (``batches``) and the ``order``, run the loop for one step,
         return ``[its report, batch for worker 0, batch for worker 1, ...]``."""
         start = time.perf_counter()
-        engine = self.engine
-        engine.hear(order.g_min, order.notices)
-        watch = Stopwatch(order.limits)
-        # stamps: the search's count when the step was sent, plus what this worker did since
-        # the coordinator last heard from it (a step may have run in between)
-        engine.place(order.iterations - order.local_iterations, order.elapsed, watch)
-        received = 0
-        before = engine.iterations
-        # the Python engine's arrivals are tens of thousands of small objects: the collector
-        # would scan them over and over while they are taken in
-        with engine.collector_paused():
-            engine.adopt(order.branches)
-            for batch in batches:
-                received += engine.receive_batch(batch)
-            stop = engine.step(watch, until=start + order.seconds, max_iterations=order.max_iterations)
-            lower = engine.least_bound() if order.bound else None  # O(open branches): when asked
-            out = engine.take_batches(order.destinations, by_value)
+        report, out = take_step(self.engine, order, batches, start, by_value)
         self.busy += time.perf_counter() - start
-        report = StepReport(
-            stop=stop, iterations=engine.iterations, expanded=engine.iterations - before,
-            open_branches=engine.open_count(), link_records=engine.link_records, least_bound=lower,
-            g_min=engine.g_min, improvements=engine.take_improvements(), notices=engine.take_notices(),
-            received=received, sent=[rows_in(batch) for batch in out],
-            bytes=sum(len(b) for b in out), busy=self.busy, cpu=time.process_time() - self.cpu,
-            memory_mb=watch.peak_memory_mb)
+        report.busy, report.cpu = self.busy, time.process_time() - self.cpu
         return [report, *out]
 
     def node(self) -> str:

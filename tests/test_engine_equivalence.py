@@ -2,7 +2,8 @@
 a search from the same incumbent for a fixed number of iterations, and everything the
 search is made of must be equal: the stop, the iterations, G_min, the improvements
 (iteration, cost, trail), the link entries, the history bytes, the dominated records, the
-open branches in order, the outbox and the notices, the random generator's state. A
+open branches in order, the outbox and the notices, the random generator's state, the log
+of its work (each expansion's cost, bound and link record; each record dominated). A
 state exported by one engine and restored into the other goes on as the first would.
 
 In the quick subset: 56 random graphs of 12 to 18 nodes (both schemes, both keys, the
@@ -50,7 +51,7 @@ def trajectory(engine, stop: str) -> dict:
         "improvements": [(found.iteration, found.cost, found.trail) for found in engine.take_improvements()],
         "entries": state.entries, "histories": dict(state.histories.items()), "dominated": state.dominated,
         "branches": state.branches, "outbox": engine.take_outbox(), "notices": engine.take_notices(),
-        "random": engine.random_state(), "final": engine.final_entry(),
+        "random": engine.random_state(), "final": engine.final_entry(), "log": engine.take_log(),
     }
 
 
@@ -64,6 +65,7 @@ def run(cls, network, model, iterations: int, scheme: str = "merge", link_key: s
     """A search of ``network`` by engine class ``cls`` for ``iterations`` (its problem, its engine)."""
     problem = problem_of(network, model, scheme, link_key, use_bound)
     engine = cls(problem, 0.6, seed, 0, 0, shards, notify)
+    engine.keep_log()  # its work, expansion by expansion (trajectory compares the logs)
     watch = Stopwatch(Limits(max_iterations=iterations))
     engine.start(incumbent(problem, watch), watch)
     return engine, engine.step(watch)
@@ -206,6 +208,7 @@ def test_a_state_exported_by_one_engine_goes_on_in_the_other(first, second):
         state, iterations, g_min, rng = engine.export(), engine.iterations, engine.g_min, engine.random_state()
         problem = problem_of(network, model, options["scheme"], options["link_key"])
         after = cls_after(problem, 0.6, options["seed"], 1)
+        after.keep_log()
         after.restore(state, iterations, g_min, rng)
         watch = Stopwatch(Limits(max_iterations=1500))
         return trajectory(after, after.step(watch))

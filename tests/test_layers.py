@@ -183,10 +183,10 @@ def defined_names(node: ast.stmt) -> list[str]:
 BINDING = PACKAGE / "search" / "native_engine.pyx"
 # what the binding may import of the package: the seam (search/core.py) and the records that
 # cross the Engine boundary (branches, link entries, histories, the search state, the batch
-# format, the interruption a limit raises)
+# format, the log of an engine's work, the interruption a limit raises)
 BINDING_IMPORTS = {"dcmap_dist.search.core", "dcmap_dist.search.branch", "dcmap_dist.search.linking",
                    "dcmap_dist.search.histories", "dcmap_dist.search.state", "dcmap_dist.search.batches",
-                   "dcmap_dist.limits"}
+                   "dcmap_dist.search.worklog", "dcmap_dist.limits"}
 BINDING_SELVES = {"self", "engine"}  # the binding's own objects (engine: the callbacks' NativeEngine)
 
 

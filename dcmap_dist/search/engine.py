@@ -29,6 +29,7 @@ from .histories import Histories
 from .linking import Entry
 from .problem import Problem
 from .state import Improvement, SearchState
+from .worklog import WorkLog
 
 __all__ = ["Arrival", "Engine", "NATIVE_NODES", "new_engine", "runs_natively", "share_state"]
 
@@ -126,6 +127,13 @@ class Engine(Protocol):
 
     def take_open(self) -> list[Branch]:
         """Every queued branch still worth expanding, cheapest first, taken out."""
+
+    def keep_log(self) -> None:
+        """From now on, log every expansion and every record dominated here
+        (:class:`~dcmap_dist.search.worklog.WorkLog`; a measurement's, not a search's)."""
+
+    def take_log(self) -> WorkLog:
+        """The log since :meth:`keep_log` or the last call, emptied (logging goes on)."""
 
     def least_bound(self) -> float:
         """The least bound over every branch held here (inf: none)."""

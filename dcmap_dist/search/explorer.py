@@ -37,6 +37,7 @@ from .linking import CHEAPER, NEW, Entry, LinkShard, route
 from .problem import Problem
 from .state import Improvement, SearchState
 from .tolerance import within
+from .worklog import WorkLog
 
 __all__ = ["Explorer"]
 
@@ -88,6 +89,8 @@ class Explorer:
         self.improvements: list[Improvement] = []
         self.watch: Stopwatch | None = None
         self.acyclic = leaves_no_cycles(problem.model)  # the collector can pause in steps
+        self.log: WorkLog | None = None  # see keep_log
+        self._arriving = False  # settling arrivals from another actor (the log tells them apart)
 
     # -- arrivals -------------------------------------------------------------
     def offer(self, key: tuple, branch: Branch) -> Branch | None:
@@ -99,6 +102,8 @@ class Explorer:
             self.dominated.add(dominated)
             if self.notify:
                 self.notices.append(dominated)
+            if self.log is not None:
+                self.log.superseded(dominated, self._arriving)
         if outcome not in (NEW, CHEAPER):
             return None
         if key == self.final_key:
@@ -109,11 +114,15 @@ class Explorer:
     def receive(self, arrivals: list[tuple[tuple, Branch]]) -> None:
         """Settle a batch of completions sent by other explorers; keep the survivors
         (their messages as this process holds them: :meth:`MessageCodes.adopted`)."""
-        for key, branch in arrivals:
-            survivor = self.offer(key, branch)  # a complete one improves G_min there
-            if survivor is not None and within(survivor.bound, self._g_min):
-                survivor.frontier = self.problem.messages.adopted(survivor.frontier)
-                self.queue.push(survivor)
+        self._arriving = True
+        try:
+            for key, branch in arrivals:
+                survivor = self.offer(key, branch)  # a complete one improves G_min there
+                if survivor is not None and within(survivor.bound, self._g_min):
+                    survivor.frontier = self.problem.messages.adopted(survivor.frontier)
+                    self.queue.push(survivor)
+        finally:
+            self._arriving = False
 
     def adopt(self, branches: list[Branch]) -> None:
         """Take over open branches (handed out by the coordinator, or restored)."""
@@ -251,6 +260,8 @@ class Explorer:
                 self._iterations -= 1
                 queue.push(branch)  # not expanded: it still stands for its mappings
                 return stop.args[0]
+            if self.log is not None:
+                self.log.expanded(branch.cost, branch.bound, branch.link)
             survivors = []
             for child in children:
                 if child.assigned == -1:  # it completed its layer
@@ -317,6 +328,18 @@ class Explorer:
         self._sent[key] = branch.cost if sent is None else min(sent, branch.cost)
         self.outbox.setdefault(owner, []).append((key, branch))
         return None
+
+    # -- the log of its work ----------------------------------------------------------
+    def keep_log(self) -> None:
+        """From now on, log every expansion and every record dominated here (:class:`WorkLog`)."""
+        self.log = WorkLog()
+
+    def take_log(self) -> WorkLog:
+        """The log since :meth:`keep_log` or the last call (emptied; logging goes on)."""
+        if self.log is None:
+            raise ValueError("no log is kept: call keep_log first")
+        found, self.log = self.log, WorkLog()
+        return found
 
     # -- figures ----------------------------------------------------------------
     def open_count(self) -> int:

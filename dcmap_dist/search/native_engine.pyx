@@ -18,7 +18,7 @@ heard within a fraction of a second).
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.exc cimport PyErr_CheckSignals
-from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from libcpp cimport bool as cbool
 from libcpp.memory cimport unique_ptr
@@ -39,6 +39,7 @@ from .core import core_input, definition, rebuilt
 from .histories import HistoryTable, histories_of
 from .linking import Entry
 from .state import Improvement, SearchState
+from .worklog import WorkLog
 
 __all__ = ["NativeEngine"]
 
@@ -125,6 +126,11 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         int64_t owner
         int shard_index, shards
 
+    cdef cppclass WorkLog_ "dcmap::WorkLog":
+        vector[double] costs, bounds
+        vector[int64_t] links, dominated
+        vector[int8_t] arrived
+
     cdef cppclass EngineBase:
         int words()
         Id mask(const uint64_t*) except +
@@ -165,6 +171,8 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         void load_share(const unsigned char*, size_t, const vector[Id]*) except +
         vector[Improvement_] take_improvements() except +
         vector[int64_t] take_notices() except +
+        void keep_log()
+        WorkLog_ take_log() except +
         vector[Branch_] take_open() except +
         vector[Branch_] open_branches() except +
         double least_bound()
@@ -774,6 +782,21 @@ cdef class NativeEngine:
     def take_notices(self):
         """The records this shard dominated since the last call (with ``notify``)."""
         return list(self.core.get().take_notices())
+
+    def keep_log(self):
+        """From now on, log every expansion and every record dominated here (:class:`WorkLog`)."""
+        self.core.get().keep_log()
+
+    def take_log(self):
+        """The log since :meth:`keep_log` or the last call (emptied; logging goes on)."""
+        cdef WorkLog_ log = self.core.get().take_log()
+        found = WorkLog()
+        found.costs.frombytes(PyBytes_FromStringAndSize(<char*>log.costs.data(), log.costs.size() * 8))
+        found.bounds.frombytes(PyBytes_FromStringAndSize(<char*>log.bounds.data(), log.bounds.size() * 8))
+        found.links.frombytes(PyBytes_FromStringAndSize(<char*>log.links.data(), log.links.size() * 8))
+        found.dominated.frombytes(PyBytes_FromStringAndSize(<char*>log.dominated.data(), log.dominated.size() * 8))
+        found.arrived.frombytes(PyBytes_FromStringAndSize(<char*>log.arrived.data(), log.arrived.size()))
+        return found
 
     def take_open(self):
         """Every queued branch still worth expanding, cheapest first, taken out."""

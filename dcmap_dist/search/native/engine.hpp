@@ -129,6 +129,9 @@ class EngineBase {
                                  bool settle) = 0;
     virtual std::vector<Improvement> take_improvements() = 0;
     virtual std::vector<int64_t> take_notices() = 0;
+    // The log of its work (explorer.hpp's WorkLog): kept from keep_log on; take_log empties it.
+    virtual void keep_log() = 0;
+    virtual WorkLog take_log() = 0;
     virtual std::vector<Branch> take_open() = 0;
     virtual std::vector<Branch> open_branches() const = 0;
     virtual double least_bound() const = 0;
@@ -299,6 +302,11 @@ class Engine final : public EngineBase {
     }
     std::vector<Improvement> take_improvements() override { return x_.take_improvements(); }
     std::vector<int64_t> take_notices() override { return x_.take_notices(); }
+    void keep_log() override { x_.keep_log(); }
+    WorkLog take_log() override {
+        if (!x_.has_log()) throw std::invalid_argument("no log is kept: call keep_log first");
+        return x_.take_log();
+    }
     std::vector<Branch> take_open() override { return x_.take_open(); }
     std::vector<Branch> open_branches() const override { return x_.open_branches(); }
     double least_bound() const override { return x_.least_bound(); }

@@ -56,6 +56,14 @@ struct Arrival {  // a completion on its way to the owner of its key
     Branch branch;
 };
 
+// search/worklog.py's WorkLog: each expansion's cost, bound and last link record; each
+// record dominated here, and whether an arrival from another actor dominated it
+struct WorkLog {
+    std::vector<double> costs, bounds;
+    std::vector<int64_t> links, dominated;
+    std::vector<int8_t> arrived;
+};
+
 struct KeyHash {
     size_t operator()(const Key& k) const { return static_cast<size_t>(k.hash()); }
 };
@@ -118,6 +126,10 @@ class Explorer {
         if (d.dominated >= 0) {
             dominated_.add(d.dominated);
             if (notify_) notices_.push_back(d.dominated);
+            if (log_) {
+                log_->dominated.push_back(d.dominated);
+                log_->arrived.push_back(arriving_ ? 1 : 0);
+            }
         }
         if (d.outcome != Settled::NEW && d.outcome != Settled::CHEAPER) return std::nullopt;
         if (key == keys.final_key) {
@@ -128,6 +140,11 @@ class Explorer {
     }
 
     void receive(const std::vector<Arrival>& arrivals) {
+        struct Arriving {  // set while arrivals from another actor are settled (the log tells them apart)
+            bool& flag;
+            explicit Arriving(bool& f) : flag(f) { flag = true; }
+            ~Arriving() { flag = false; }
+        } arriving(arriving_);
         for (const Arrival& a : arrivals) {
             std::optional<Branch> survivor = offer(a.key, a.branch);
             if (survivor && within(survivor->bound, g_min_)) queue_.push(*survivor);
@@ -179,6 +196,11 @@ class Explorer {
                 queue_.push(branch);  // not expanded: it still stands for its mappings
                 return stop.reason;
             }
+            if (log_) {
+                log_->costs.push_back(branch.cost);
+                log_->bounds.push_back(branch.bound);
+                log_->links.push_back(branch.link);
+            }
             survivors.clear();
             for (const Branch& c : children) {
                 std::optional<Branch> child;
@@ -197,6 +219,15 @@ class Explorer {
                 for (size_t k = 1; k < survivors.size(); ++k) queue_.push(survivors[k]);
             }
         }
+    }
+
+    // -- the log of its work (search/explorer.py's keep_log, take_log) ----------------
+    void keep_log() { log_ = std::make_unique<WorkLog>(); }
+    bool has_log() const { return log_ != nullptr; }
+    WorkLog take_log() {
+        WorkLog out = std::move(*log_);
+        *log_ = WorkLog{};
+        return out;
     }
 
     // -- figures and what it hands out -----------------------------------------------
@@ -288,6 +319,8 @@ class Explorer {
     std::unordered_map<int64_t, std::array<int64_t, 4>> gates_;
     std::vector<Branch> children_, survivors_;
     std::vector<Id> joins_;
+    std::unique_ptr<WorkLog> log_;
+    bool arriving_ = false;
 
     // Calls f on every sequence id held outside the tables (which mark and renumber their own).
     template <class F>

@@ -56,3 +56,19 @@ def test_the_breakdown_adds_up():
     counts = breakdown(serial.logs[0], run.logs, serial.optimal_cost)
     assert counts["total"] == run.iterations == sum(counts[kind] for kind in KINDS)
     assert counts["serial"] <= serial.iterations
+
+
+@pytest.mark.usefixtures("ray_session")
+@pytest.mark.parametrize("workers", [2, 4])
+def test_the_model_counts_the_work_of_a_ray_run_with_steps_in_expansions(monkeypatch, workers):
+    """Steps of 1,000 expansions (DCMAP_STEP_ITERATIONS): the Ray run's expansions within
+    10% of the model's, its answer the model's."""
+    from dcmap_dist.solve import solve
+
+    network = load_network("child")
+    model = model_search(problem_of(network, load_cost("dcmap")), workers, 1000)
+    monkeypatch.setenv("DCMAP_STEP_ITERATIONS", "1000")
+    result = solve(network, "dcmap", workers=workers, max_solutions=None)
+    assert (result.optimal_cost, result.solution_count) == (model.optimal_cost, model.solution_count)
+    assert result.components[0]["distributed"]["steps"] >= 10
+    assert abs(result.iterations / model.iterations - 1) <= 0.10, (result.iterations, model.iterations)

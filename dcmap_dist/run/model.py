@@ -7,7 +7,7 @@ workers makes, for any ``W``, on a machine with fewer cores.
 
 Each round, every worker with a step queued runs it: ``expansions`` expansions (the
 step of a Ray run whose steps are counted in expansions: ``RayOptions.step_iterations``;
-a native worker expands about :data:`STEP_EXPANSIONS` in its step of 0.1 s), then the
+by default, what a native worker expands in a Ray step: :func:`step_expansions`), then the
 coordinator takes every step in, in the workers' order, and fills each worker's queue
 of steps up to ``depth`` (the Ray coordinator's :data:`~.ray.steps.QUEUED_STEPS`) while
 it has work. An order is made when its step is queued, so what a busy worker sends
@@ -32,21 +32,28 @@ from ..search.worklog import WorkLog
 from .loop import drive
 from .ray.protocol import SearchSpec, StepReport, Totals
 from .ray.rules import deliver, next_order, notify, take_in, take_step, worker_engine
-from .ray.steps import QUEUED_STEPS, WorkerSlot
+from .ray.steps import QUEUED_STEPS, WorkerSlot, step_seconds
 from .serial import SerialSearch
 
-__all__ = ["ModelRun", "STEP_EXPANSIONS", "model_search", "serial_run"]
+__all__ = ["ModelRun", "RATE", "mapping_count", "model_search", "serial_run", "step_expansions"]
 
-STEP_EXPANSIONS = 30_000  # a native worker's expansions in a step of 0.1 s (issue 58, docs/distributed.md)
+RATE = 300_000  # a native worker's expansions a second: about 30,000 in its step of 0.1 s (issue 58)
+
+
+def step_expansions(workers: int) -> int:
+    """A worker's expansions in the step of a Ray run on ``workers`` workers
+    (:func:`~.ray.steps.step_seconds`) at :data:`RATE`."""
+    return round(RATE * step_seconds(workers))
 
 
 @dataclass(frozen=True, kw_only=True)
 class ModelRun:
-    """A proven search's work: ``workers`` (0: the serial search), its steps of
-    ``expansions`` with ``depth`` queued, its expansions in all and by worker, its rounds
-    and steps, the completions sent between workers, the optimum and how many optimal
-    mappings it proved, the search's iteration at which it first found the optimum, the
-    seconds the run took here, and with ``log``, each worker's :class:`WorkLog`."""
+    """A search's work: ``workers`` (0: the serial search), its steps of ``expansions``
+    with ``depth`` queued, its expansions in all and by worker, its rounds and steps,
+    the completions sent between workers, whether it was ``proven`` (else it stopped
+    at its iteration limit), the optimum and how many optimal mappings it proved (0
+    unproven), the search's iteration at which it first found its best, the seconds the
+    run took here, and with ``log``, each worker's :class:`WorkLog`."""
 
     workers: int
     expansions: int
@@ -56,6 +63,7 @@ class ModelRun:
     rounds: int
     steps: int
     sent: int
+    proven: bool
     optimal_cost: float
     solution_count: int
     found_at: int
@@ -63,19 +71,18 @@ class ModelRun:
     logs: list[WorkLog] | None = None
 
 
-def model_search(problem: Problem, workers: int, expansions: int = STEP_EXPANSIONS, depth: int = QUEUED_STEPS,
-                 alpha: float = 0.6, seed: int = 0, log: bool = False) -> ModelRun:
+def model_search(problem: Problem, workers: int, expansions: int | None = None, depth: int = QUEUED_STEPS,
+                 alpha: float = 0.6, seed: int = 0, log: bool = False, limit: int | None = None) -> ModelRun:
     """Prove ``problem`` on ``workers`` modelled workers (see the module docstring), each
-    step ``expansions`` long with ``depth`` steps queued per worker; with ``log``, each
-    worker's engine logs its work."""
+    step ``expansions`` long (default: :func:`step_expansions`) with ``depth`` steps
+    queued per worker; with ``log``, each worker's engine logs its work. With ``limit``,
+    it stops unproven after the round in which its expansions reach ``limit``."""
+    expansions = step_expansions(workers) if expansions is None else expansions
     if workers < 1 or expansions < 1 or depth < 1:
         raise ValueError(f"workers, expansions and depth must be positive, got {workers}, {expansions}, {depth}")
     started = time.perf_counter()
-    spec = SearchSpec.of(problem, alpha, seed)
+    spec = SearchSpec.of(problem, alpha, seed, log)
     engines = [worker_engine(spec, i, True, workers, i + 1) for i in range(workers)]
-    if log:
-        for engine in engines:
-            engine.keep_log()
     slots = [WorkerSlot(actor=None, report=StepReport()) for _ in range(workers)]
     first = incumbent(problem, Stopwatch(Limits()))
     g_min, iterations, rounds = first.cost, 0, 0
@@ -90,7 +97,7 @@ def model_search(problem: Problem, workers: int, expansions: int = STEP_EXPANSIO
                                                limits=Limits(), allowance=None, expansions=expansions,
                                                destinations=workers, bound=False))
         ready = [i for i, slot in enumerate(slots) if slot.running]
-        if not ready:
+        if not ready or limit is not None and iterations >= limit:
             break
         rounds += 1
         ended = [(i, take_step(engines[i], *slots[i].running.pop(0), 0.0)) for i in ready]
@@ -102,6 +109,7 @@ def model_search(problem: Problem, workers: int, expansions: int = STEP_EXPANSIO
             trace.extend(report.improvements)
             g_min = min(g_min, report.g_min)
             notify(slots, report.notices)
+    proven = not ready
     finals = [entry for engine in engines if (entry := engine.final_entry()) is not None]
 
     def fetch(records: set[int]) -> dict[int, Histories]:
@@ -110,11 +118,13 @@ def model_search(problem: Problem, workers: int, expansions: int = STEP_EXPANSIO
             found.update(engine.lookup(records))
         return found
 
-    found = outcome(finals[0] if finals else None, first, True, StopReason.FINISHED, iterations, trace, g_min, 0.0,
+    found = outcome(finals[0] if finals else None, first, proven,
+                    StopReason.FINISHED if proven else StopReason.MAX_ITERATIONS, iterations, trace, g_min, 0.0,
                     fetch, 0)
     return ModelRun(workers=workers, expansions=expansions, depth=depth, iterations=iterations,
                     worker_iterations=[slot.report.iterations for slot in slots], rounds=rounds, steps=totals.steps,
-                    sent=totals.sent, optimal_cost=found.best_cost, solution_count=_count(found),
+                    sent=totals.sent, proven=proven, optimal_cost=found.best_cost,
+                    solution_count=mapping_count(found) if proven else 0,
                     found_at=_found_at(trace, found.best_cost), seconds=time.perf_counter() - started,
                     logs=[engine.take_log() for engine in engines] if log else None)
 
@@ -129,13 +139,13 @@ def serial_run(problem: Problem, alpha: float = 0.6, seed: int = 0, log: bool = 
     found = drive(search, None, None)
     logs = [search.engine.take_log()] if log else None
     return ModelRun(workers=0, expansions=0, depth=0, iterations=found.iterations,
-                    worker_iterations=[found.iterations], rounds=0, steps=0, sent=0, optimal_cost=found.best_cost,
-                    solution_count=_count(found), found_at=_found_at(found.trace, found.best_cost),
+                    worker_iterations=[found.iterations], rounds=0, steps=0, sent=0, proven=found.proven,
+                    optimal_cost=found.best_cost, solution_count=mapping_count(found), found_at=_found_at(found.trace, found.best_cost),
                     seconds=time.perf_counter() - started, logs=logs)
 
 
-def _count(found: SearchOutcome) -> int:
-    """The optimal mappings a proven outcome's trails stand for."""
+def mapping_count(found: SearchOutcome) -> int:
+    """The optimal mappings a proven outcome's trails stand for (counted, not listed)."""
     memo: dict[int, int] = {}
     return sum(trail_count(trail, found.histories, memo) for trail, cost, _ in found.trails
                if within(cost, found.best_cost))

@@ -35,6 +35,7 @@ from ...search.engine import Engine, new_engine
 from ...search.histories import Histories, gather_histories
 from ...search.linking import route
 from ...search.state import Improvement, Resumption, SearchState
+from ...search.worklog import WorkLog
 from .protocol import (LOOKUPS, SILENT_STEPS, Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepReport,
                        Totals, TurnReport, WorkersLost)
 from .recovery import (INTERRUPTED_SECONDS, LOST, PING_SECONDS, PLACE_SECONDS, POLL_SECONDS, WorkerSilent,
@@ -595,6 +596,10 @@ class Coordinator:
                 self._recover()
                 found.update(self._lookup(rest))
         return found
+
+    def worker_logs(self) -> list[WorkLog]:
+        """Each worker's log of its work, emptied (``RayOptions.log_work``; a measurement's)."""
+        return self._save_get([slot.actor.take_log.remote() for slot in self.slots])
 
     def paths(self, trails: list[tuple]) -> dict[int, Histories]:
         """The first history of every record on the paths that ``trails`` followed,

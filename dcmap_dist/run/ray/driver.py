@@ -121,7 +121,7 @@ class RaySearch:
                  on_improvement: OnImprovement | None, resume: Resumption | None) -> None:
         self.problem = problem
         self.on_improvement = on_improvement
-        spec = SearchSpec.of(problem, alpha, seed)
+        spec = SearchSpec.of(problem, alpha, seed, options.log_work)
         self.spec = spec
         self.first = first = resume.first if resume else incumbent(problem, Stopwatch(limits))
         ship_by_value(spec.model)

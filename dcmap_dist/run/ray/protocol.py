@@ -71,6 +71,7 @@ class RayOptions:
     address: str | None = None
     silent_steps: float = field(default_factory=_silent_steps)
     step_iterations: int | None = field(default_factory=_step_iterations)
+    log_work: bool = False  # the workers' engines log their work (Engine.keep_log; a measurement's)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,12 +86,13 @@ class SearchSpec:
     use_bound: bool
     alpha: float
     seed: int
+    log: bool = False  # the engines log their work (Engine.keep_log)
 
     @classmethod
-    def of(cls, problem: Problem, alpha: float, seed: int) -> SearchSpec:
-        """The spec of a search of ``problem``."""
+    def of(cls, problem: Problem, alpha: float, seed: int, log: bool = False) -> SearchSpec:
+        """The spec of a search of ``problem`` (``log``: its engines log their work)."""
         return cls(network=problem.network, graph=problem.graph, model=problem.model, scheme=problem.scheme,
-                   link_key=problem.keys.kind, use_bound=problem.use_bound, alpha=alpha, seed=seed)
+                   link_key=problem.keys.kind, use_bound=problem.use_bound, alpha=alpha, seed=seed, log=log)
 
     def problem(self) -> Problem:
         return Problem(self.network, self.model, self.scheme, graph=self.graph, link_key=self.link_key,

@@ -29,9 +29,13 @@ __all__ = ["deliver", "next_order", "notify", "take_in", "take_step", "worker_en
 def worker_engine(spec: SearchSpec, index: int, sharded: bool, workers: int, owner: int) -> Engine:
     """The engine of worker ``index`` of ``workers``: its own random stream, and shard
     ``index`` of the link table (its records numbered as owner ``owner``) when
-    ``sharded``, else none (the coordinator holds the table)."""
-    return new_engine(spec.problem(), spec.alpha, spec.seed + index, owner if sharded else None, index,
-                      workers if sharded else 1)
+    ``sharded``, else none (the coordinator holds the table); logging its work if the
+    spec says so."""
+    engine = new_engine(spec.problem(), spec.alpha, spec.seed + index, owner if sharded else None, index,
+                        workers if sharded else 1)
+    if spec.log:
+        engine.keep_log()
+    return engine
 
 
 def deliver(slots: list[WorkerSlot], arrivals: list[Arrival], problem: Problem,

@@ -15,6 +15,7 @@ from ...search.engine import Engine
 from ...search.histories import Histories
 from ...search.linking import Entry
 from ...search.state import SearchState
+from ...search.worklog import WorkLog
 from .protocol import SearchSpec, StepOrder, WorkerSnapshot
 from .rules import take_step, worker_engine
 
@@ -96,6 +97,10 @@ class Worker:
         """The histories of those of ``records`` this worker's shard holds; the coordinator
         calls it in a thread of its own, so it is answered while a step runs."""
         return self.engine.lookup(records)
+
+    def take_log(self) -> WorkLog:
+        """Its engine's log of its work (with ``SearchSpec.log``), emptied."""
+        return self.engine.take_log()
 
     def final_entry(self) -> Entry | None:
         return self.engine.final_entry()

@@ -1,0 +1,183 @@
+"""Where a distributed search's expansions go (issue 58): the serial search of one
+network, then the model of many workers (dcmap_dist/run/model.py) and real Ray runs
+whose steps are counted in expansions (``RayOptions.step_iterations``), each proving the
+serial optimum and optimal-mapping count (asserted), each with the breakdown of its
+expansions against the serial search's (dcmap_dist/search/worklog.py). Rows are upserted
+into ``results/distributed-work.csv`` (keyed by network, runner, workers, step and
+queue); ``--table`` prints that file's rows of a network as a Markdown table.
+
+    python scripts/distributed_work.py water --model 2,4,8,16,32,64,256 --ray 2,4,8
+    python scripts/distributed_work.py seagrass-2tbn --slices 3 --order paper --model 2,4
+
+The serial search's log is kept in ``--cache`` (a pickle per network), so that one
+network's runs can be split over several commands. A model run stops unproven past
+``--limit`` times the serial search's expansions (its row then says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import pickle
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NETWORKS = ROOT.parent / "shared" / "networks"
+CSV = ROOT / "results" / "distributed-work.csv"
+KEY = ("network", "runner", "workers", "expansions", "depth")
+COLUMNS = (*KEY, "iterations", "work", "serial", "above", "arrived", "local", "other", "steps", "sent",
+           "found_at", "proven", "optimal_cost", "solution_count", "seconds", "commit")
+
+
+def problem_of(args: argparse.Namespace):
+    """The network's problem as ``dcmap solve`` makes it (its one component), and its label."""
+    from dcmap_dist.cost.user import load_cost
+    from dcmap_dist.io.load import load_network
+    from dcmap_dist.search.problem import Problem
+
+    source = NETWORKS / (f"{args.network}.json" if args.slices else f"{args.network}.bif.gz")
+    network = load_network(str(source), slices=args.slices)
+    parts = network.components()
+    if len(parts) != 1:
+        sys.exit(f"{args.network} has {len(parts)} components: one expected")
+    label = args.network + (f" x{args.slices}" if args.slices else "") + (f" ({args.order})" if args.order else "")
+    model = load_cost("dcmap", order=args.order) if args.order else load_cost("dcmap")
+    return Problem(parts[0], model, "merge", graph=network), label
+
+
+def serial_of(problem, label: str, cache: Path):
+    """The serial search's run with its log (from the cache when there)."""
+    from dcmap_dist.run.model import serial_run
+
+    path = cache / f"{label.replace(' ', '_')}-serial.pickle"
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    run = serial_run(problem, log=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(run, protocol=5))
+    return run
+
+
+def row(label: str, runner: str, run, serial, counts: dict[str, int] | None) -> dict:
+    """A CSV row of one run (``counts``: its breakdown, None for the serial search)."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    counts = counts or {"serial": run.iterations, "above": 0, "arrived": 0, "local": 0, "other": 0}
+    return {"network": label, "runner": runner, "workers": run.workers, "expansions": run.expansions,
+            "depth": run.depth, "iterations": run.iterations, "work": f"{run.iterations / serial.iterations:.3f}",
+            **{kind: counts[kind] for kind in ("serial", "above", "arrived", "local", "other")},
+            "steps": run.steps, "sent": run.sent, "found_at": run.found_at, "proven": run.proven,
+            "optimal_cost": f"{run.optimal_cost:.6f}", "solution_count": run.solution_count,
+            "seconds": f"{run.seconds:.1f}", "commit": commit}
+
+
+def upsert(rows: list[dict]) -> None:
+    """The rows into :data:`CSV`, replacing those of the same key."""
+    kept = list(csv.DictReader(CSV.open())) if CSV.exists() else []
+    keys = {tuple(str(r[k]) for k in KEY) for r in rows}
+    kept = [r for r in kept if tuple(r[k] for k in KEY) not in keys] + rows
+    with CSV.open("w", newline="") as out:
+        writer = csv.DictWriter(out, COLUMNS)
+        writer.writeheader()
+        writer.writerows(kept)
+
+
+def ray_run(problem, workers: int, expansions: int):
+    """A real Ray run on ``workers`` workers (a private Ray of as many CPUs as it needs),
+    its steps ``expansions`` long, its workers' logs; told as a model run."""
+    import ray
+
+    from dcmap_dist.limits import Limits
+    from dcmap_dist.run.model import ModelRun, mapping_count
+    from dcmap_dist.run.ray import cluster
+    from dcmap_dist.run.ray.driver import distributed_search
+    from dcmap_dist.run.ray.protocol import RayOptions
+    from dcmap_dist.run.ray.steps import QUEUED_STEPS
+
+    ray.init(address="local", num_cpus=workers + 1, include_dashboard=False, logging_level="ERROR",
+             log_to_driver=False, configure_logging=False)
+    try:
+        options = RayOptions(workers=workers, step_iterations=expansions, log_work=True)
+        started = time.perf_counter()
+        found = distributed_search(problem, 0.6, 0, options, Limits())
+        seconds = time.perf_counter() - started
+        logs = ray.get(cluster.pooled_coordinator(workers).worker_logs.remote())
+    finally:
+        cluster.disconnect()
+    stats = found.statistics
+    first = min((t.iteration for t in found.trace if abs(t.cost - found.best_cost) <= 1e-9 * abs(found.best_cost)),
+                default=0)
+    return ModelRun(workers=workers, expansions=expansions, depth=QUEUED_STEPS, iterations=found.iterations,
+                    worker_iterations=stats["worker_iterations"], rounds=0, steps=stats["steps"], sent=stats["sent"],
+                    proven=found.proven, optimal_cost=found.best_cost, solution_count=mapping_count(found),
+                    found_at=first, seconds=seconds, logs=logs)
+
+
+def table(label: str) -> str:
+    """The CSV's rows of ``label`` as a Markdown table."""
+    rows = [r for r in csv.DictReader(CSV.open()) if r["network"] == label]
+    rows.sort(key=lambda r: ({"serial": 0, "ray": 1, "model": 2}[r["runner"]], int(r["workers"]), int(r["depth"])))
+    lines = ["| runner | W | step (expansions) | queue | expansions | work | serial also | above G* | "
+             "dominated by an arrival | dominated locally | other | optimum found at | seconds here |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        total = int(r["iterations"])
+        share = {k: f"{int(r[k]):,} ({int(r[k]) / total:.1%})" for k in ("serial", "above", "arrived", "local",
+                                                                          "other")}
+        work = r["work"] if r["proven"] == "True" else f"> {r['work']} (stopped)"
+        lines.append(f"| {r['runner']} | {r['workers']} | {int(r['expansions']):,} | {r['depth']} | {total:,} | "
+                     f"{work} | {share['serial']} | {share['above']} | {share['arrived']} | {share['local']} | "
+                     f"{share['other']} | {int(r['found_at']):,} | {r['seconds']} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("network", help="a network of ../shared/networks, without its suffix")
+    parser.add_argument("--slices", type=int, help="unroll a template to this many slices")
+    parser.add_argument("--order", help="the dcmap model's elimination order (e.g. paper)")
+    parser.add_argument("--model", default="", help="workers of the model's runs, comma-separated")
+    parser.add_argument("--ray", default="", help="workers of the Ray runs, comma-separated")
+    parser.add_argument("--expansions", type=int, help="a step's expansions (default: a Ray step's, run/model.py)")
+    parser.add_argument("--depth", type=int, default=2, help="steps queued per worker in the model (default 2)")
+    parser.add_argument("--limit", type=float, default=20.0, help="stop a model run past this many times the "
+                                                                  "serial search's expansions")
+    parser.add_argument("--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "dcmap-work")
+    parser.add_argument("--table", action="store_true", help="print the network's rows as Markdown, run nothing")
+    args = parser.parse_args()
+    from dcmap_dist.run.model import model_search, step_expansions
+    from dcmap_dist.search.worklog import breakdown
+
+    problem, label = problem_of(args)
+    if args.table:
+        print(table(label))
+        return
+    serial = serial_of(problem, label, args.cache)
+    print(f"{label}: serial {serial.iterations:,} expansions, optimum {serial.optimal_cost} "
+          f"({serial.solution_count:,} mappings), {serial.seconds:.1f} s", flush=True)
+    rows = [row(label, "serial", serial, serial, None)]
+    runs = [("model", int(w)) for w in args.model.split(",") if w] + [("ray", int(w)) for w in args.ray.split(",") if w]
+    for runner, workers in runs:
+        expansions = args.expansions or step_expansions(workers)
+        if runner == "model":
+            run = model_search(problem, workers, expansions, args.depth, log=True,
+                               limit=round(args.limit * serial.iterations))
+        else:
+            run = ray_run(problem, workers, expansions)
+        if run.proven:
+            assert (run.optimal_cost, run.solution_count) == (serial.optimal_cost, serial.solution_count), \
+                f"{runner} W = {workers}: {run.optimal_cost}, {run.solution_count} mappings"
+        counts = breakdown(serial.logs[0], run.logs, serial.optimal_cost)
+        assert counts["total"] == run.iterations
+        rows.append(row(label, runner, run, serial, counts))
+        print(f"  {runner} W = {workers}: {run.iterations:,} expansions ({run.iterations / serial.iterations:.3f}), "
+              f"{'proven' if run.proven else 'stopped'}, {run.seconds:.1f} s; {counts}", flush=True)
+        upsert(rows)
+
+
+if __name__ == "__main__":
+    main()

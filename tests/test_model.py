@@ -50,8 +50,10 @@ def test_the_model_runs_the_same_on_both_engines(monkeypatch):
 def test_the_breakdown_adds_up():
     problem = problem_of(load_network("child"), load_cost("dcmap"))
     serial = serial_run(problem, log=True)
-    assert breakdown(serial.logs[0], serial.logs, serial.optimal_cost) == {
-        **dict.fromkeys(KINDS, 0), "serial": serial.iterations, "total": serial.iterations}
+    counts = breakdown(serial.logs[0], serial.logs, serial.optimal_cost)
+    assert counts == {**dict.fromkeys(KINDS, 0), "serial": serial.iterations, "total": serial.iterations,
+                      "above_any": counts["above_any"]}
+    assert sum(bound > serial.optimal_cost * (1 + 1e-9) for bound in serial.logs[0].bounds) == counts["above_any"]
     run = model_search(problem, 8, 20, log=True)
     counts = breakdown(serial.logs[0], run.logs, serial.optimal_cost)
     assert counts["total"] == run.iterations == sum(counts[kind] for kind in KINDS)

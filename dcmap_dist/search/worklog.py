@@ -63,18 +63,21 @@ def breakdown(serial: WorkLog, logs: Iterable[WorkLog], optimum: float) -> dict[
     * ``other``: the rest (below a record dominated on an earlier layer, or a branch
       the serial search's dominance or order never let it reach).
 
-    With ``total``: every expansion."""
+    With ``total``: every expansion; ``above_any``: every expansion above ``optimum``,
+    whatever its kind (the serial search's own too)."""
     left = Counter(zip(serial.costs, serial.bounds))
-    counts = dict.fromkeys((*KINDS, "total"), 0)
+    counts = dict.fromkeys((*KINDS, "total", "above_any"), 0)
     for log in logs:
         by_arrival = {record: bool(flag) for record, flag in zip(log.dominated, log.arrived)}
         for cost, bound, link in zip(log.costs, log.bounds, log.links):
             counts["total"] += 1
             pair = (cost, bound)
+            beyond = not within(bound, optimum)
+            counts["above_any"] += beyond
             if left[pair] > 0:
                 left[pair] -= 1
                 kind = "serial"
-            elif not within(bound, optimum):
+            elif beyond:
                 kind = "above"
             elif link in by_arrival:
                 kind = "arrived" if by_arrival[link] else "local"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import os
 import pickle
 import subprocess
@@ -28,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 NETWORKS = ROOT.parent / "shared" / "networks"
 CSV = ROOT / "results" / "distributed-work.csv"
-KEY = ("network", "runner", "workers", "expansions", "depth")
+KEY = ("network", "runner", "workers", "expansions", "depth", "seed")
 COLUMNS = (*KEY, "iterations", "work", "serial", "above", "arrived", "local", "other", "above_any", "steps", "sent",
            "found_at", "proven", "optimal_cost", "solution_count", "seconds", "commit")
 
@@ -49,27 +50,29 @@ def problem_of(args: argparse.Namespace):
     return Problem(parts[0], model, "merge", graph=network), label
 
 
-def serial_of(problem, label: str, cache: Path):
-    """The serial search's run with its log (from the cache when there)."""
+def serial_of(problem, label: str, cache: Path, g_min: float = math.inf):
+    """The serial search's run with its log (from the cache when there), ``G_min``
+    starting at ``g_min`` if below the first mapping's cost."""
     from dcmap_dist.run.model import serial_run
 
-    path = cache / f"{label.replace(' ', '_')}-serial.pickle"
+    path = cache / f"{label.replace(' ', '_')}-serial{'-optimum' if g_min < math.inf else ''}.pickle"
     if path.exists():
         return pickle.loads(path.read_bytes())
-    run = serial_run(problem, log=True)
+    run = serial_run(problem, log=True, g_min=g_min)
     cache.mkdir(parents=True, exist_ok=True)
     path.write_bytes(pickle.dumps(run, protocol=5))
     return run
 
 
-def row(label: str, runner: str, run, serial, counts: dict[str, int] | None) -> dict:
+def row(label: str, runner: str, run, serial, counts: dict[str, int] | None, seed: int = 0) -> dict:
     """A CSV row of one run (``counts``: its breakdown, None for the serial search)."""
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     counts = counts or {"serial": run.iterations, "above": 0, "arrived": 0, "local": 0, "other": 0,
                         "above_any": above_any(run.logs[0], run.optimal_cost)}
     return {"network": label, "runner": runner, "workers": run.workers, "expansions": run.expansions,
-            "depth": run.depth, "iterations": run.iterations, "work": f"{run.iterations / serial.iterations:.3f}",
+            "depth": run.depth, "seed": seed, "iterations": run.iterations,
+            "work": f"{run.iterations / serial.iterations:.3f}",
             **{kind: counts[kind] for kind in ("serial", "above", "arrived", "local", "other", "above_any")},
             "steps": run.steps, "sent": run.sent, "found_at": run.found_at, "proven": run.proven,
             "optimal_cost": f"{run.optimal_cost:.6f}", "solution_count": run.solution_count,
@@ -133,15 +136,18 @@ def cell(count: str, total: int) -> str:
 def table(label: str) -> str:
     """The CSV's rows of ``label`` as a Markdown table."""
     rows = [r for r in csv.DictReader(CSV.open()) if r["network"] == label]
-    rows.sort(key=lambda r: ({"serial": 0, "ray": 1, "model": 2}[r["runner"]], int(r["workers"]), int(r["depth"])))
-    lines = ["| runner | W | step (expansions) | queue | expansions | work | serial also | above G* | "
+    order = {"serial": 0, "ray": 1, "model": 2, "serial+opt": 3, "model+opt": 4}
+    rows.sort(key=lambda r: (order[r["runner"]], int(r["workers"]), int(r["depth"]),
+                             int(r["expansions"]), int(r["seed"])))
+    lines = ["| runner | W | step (expansions) | queue | seed | expansions | work | serial also | above G* | "
              "dominated by an arrival | dominated locally | other | all above G* | optimum found at | seconds here |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         total = int(r["iterations"])
         share = {k: cell(r[k], total) for k in ("serial", "above", "arrived", "local", "other")}
         work = r["work"] if r["proven"] == "True" else f"> {r['work']} (stopped)"
-        lines.append(f"| {r['runner']} | {r['workers']} | {int(r['expansions']):,} | {r['depth']} | {total:,} | "
+        lines.append(f"| {r['runner']} | {r['workers']} | {int(r['expansions']):,} | {r['depth']} | {r['seed']} | "
+                     f"{total:,} | "
                      f"{work} | {share['serial']} | {share['above']} | {share['arrived']} | {share['local']} | "
                      f"{share['other']} | {cell(r['above_any'], total)} | {int(r['found_at']):,} | {r['seconds']} |")
     return "\n".join(lines)
@@ -156,6 +162,10 @@ def main() -> None:
     parser.add_argument("--ray", default="", help="workers of the Ray runs, comma-separated")
     parser.add_argument("--expansions", type=int, help="a step's expansions (default: a Ray step's, run/model.py)")
     parser.add_argument("--depth", type=int, default=2, help="steps queued per worker in the model (default 2)")
+    parser.add_argument("--known-optimum", action="store_true",
+                        help="G_min starts at the optimum, in the serial search and the model (runners serial+opt, "
+                             "model+opt): the work of the proof alone")
+    parser.add_argument("--seed", type=int, default=0, help="the model's seed (the serial search's is 0)")
     parser.add_argument("--limit", type=float, default=20.0, help="stop a model run past this many times the "
                                                                   "serial search's expansions")
     parser.add_argument("--cache", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "dcmap-work")
@@ -172,12 +182,21 @@ def main() -> None:
     print(f"{label}: serial {serial.iterations:,} expansions, optimum {serial.optimal_cost} "
           f"({serial.solution_count:,} mappings), {serial.seconds:.1f} s", flush=True)
     rows = [row(label, "serial", serial, serial, None)]
+    g_min, suffix = math.inf, ""
+    if args.known_optimum:
+        g_min, suffix = serial.optimal_cost, "+opt"
+        serial = serial_of(problem, label, args.cache, g_min)
+        print(f"  knowing the optimum: serial {serial.iterations:,} expansions, {serial.seconds:.1f} s", flush=True)
+        assert (serial.optimal_cost, serial.solution_count) == (g_min, rows[0]["solution_count"])
+        rows = [row(label, "serial+opt", serial, serial, None)]
     runs = [("model", int(w)) for w in args.model.split(",") if w] + [("ray", int(w)) for w in args.ray.split(",") if w]
+    if args.known_optimum and runs and runs[-1][0] == "ray":
+        sys.exit("--known-optimum is for the model only")
     for runner, workers in runs:
         expansions = args.expansions or step_expansions(workers)
         if runner == "model":
-            run = model_search(problem, workers, expansions, args.depth, log=True,
-                               limit=round(args.limit * serial.iterations))
+            run = model_search(problem, workers, expansions, args.depth, seed=args.seed, log=True,
+                               limit=round(args.limit * serial.iterations), g_min=g_min)
         else:
             run = ray_run(problem, workers, expansions)
         if run.proven:
@@ -185,7 +204,7 @@ def main() -> None:
                 f"{runner} W = {workers}: {run.optimal_cost}, {run.solution_count} mappings"
         counts = breakdown(serial.logs[0], run.logs, serial.optimal_cost)
         assert counts["total"] == run.iterations
-        rows.append(row(label, runner, run, serial, counts))
+        rows.append(row(label, runner + suffix, run, serial, counts, args.seed if runner == "model" else 0))
         print(f"  {runner} W = {workers}: {run.iterations:,} expansions ({run.iterations / serial.iterations:.3f}), "
               f"{'proven' if run.proven else 'stopped'}, {run.seconds:.1f} s; {counts}", flush=True)
         upsert(rows)

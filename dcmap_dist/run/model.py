@@ -17,6 +17,7 @@ coordinator's table is not modelled)."""
 
 from __future__ import annotations
 
+import math
 import pickle
 import time
 from dataclasses import dataclass
@@ -72,11 +73,14 @@ class ModelRun:
 
 
 def model_search(problem: Problem, workers: int, expansions: int | None = None, depth: int = QUEUED_STEPS,
-                 alpha: float = 0.6, seed: int = 0, log: bool = False, limit: int | None = None) -> ModelRun:
+                 alpha: float = 0.6, seed: int = 0, log: bool = False, limit: int | None = None,
+                 g_min: float = math.inf) -> ModelRun:
     """Prove ``problem`` on ``workers`` modelled workers (see the module docstring), each
     step ``expansions`` long (default: :func:`step_expansions`) with ``depth`` steps
     queued per worker; with ``log``, each worker's engine logs its work. With ``limit``,
-    it stops unproven after the round in which its expansions reach ``limit``."""
+    it stops unproven after the round in which its expansions reach ``limit``. ``G_min``
+    starts at the first mapping's cost, or at ``g_min`` if lower (the optimum: what the
+    proof alone costs)."""
     expansions = step_expansions(workers) if expansions is None else expansions
     if workers < 1 or expansions < 1 or depth < 1:
         raise ValueError(f"workers, expansions and depth must be positive, got {workers}, {expansions}, {depth}")
@@ -85,7 +89,7 @@ def model_search(problem: Problem, workers: int, expansions: int | None = None, 
     engines = [worker_engine(spec, i, True, workers, i + 1) for i in range(workers)]
     slots = [WorkerSlot(actor=None, report=StepReport()) for _ in range(workers)]
     first = incumbent(problem, Stopwatch(Limits()))
-    g_min, iterations, rounds = first.cost, 0, 0
+    g_min, iterations, rounds = min(first.cost, g_min), 0, 0
     trace: list[Improvement] = []
     totals = Totals()
     root = problem.root()
@@ -129,11 +133,14 @@ def model_search(problem: Problem, workers: int, expansions: int | None = None, 
                     logs=[engine.take_log() for engine in engines] if log else None)
 
 
-def serial_run(problem: Problem, alpha: float = 0.6, seed: int = 0, log: bool = False) -> ModelRun:
+def serial_run(problem: Problem, alpha: float = 0.6, seed: int = 0, log: bool = False,
+               g_min: float = math.inf) -> ModelRun:
     """The serial search of ``problem`` (:class:`~.serial.SerialSearch`), told as a
-    :class:`ModelRun` of 0 workers: the reference of the model's work and exactness."""
+    :class:`ModelRun` of 0 workers: the reference of the model's work and exactness
+    (``g_min``: as :func:`model_search`'s)."""
     started = time.perf_counter()
     search = SerialSearch(problem, alpha, seed, None, None, None, reports=False)
+    search.engine.hear(g_min)
     if log:
         search.engine.keep_log()
     found = drive(search, None, None)

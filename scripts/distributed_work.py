@@ -103,7 +103,7 @@ def ray_run(problem, workers: int, expansions: int):
     import ray
 
     from dcmap_dist.limits import Limits
-    from dcmap_dist.run.model import ModelRun, mapping_count
+    from dcmap_dist.run.model import ModelRun, found_at, mapping_count
     from dcmap_dist.run.ray import cluster
     from dcmap_dist.run.ray.driver import distributed_search
     from dcmap_dist.run.ray.protocol import RayOptions
@@ -120,12 +120,10 @@ def ray_run(problem, workers: int, expansions: int):
     finally:
         cluster.disconnect()
     stats = found.statistics
-    first = min((t.iteration for t in found.trace if abs(t.cost - found.best_cost) <= 1e-9 * abs(found.best_cost)),
-                default=0)
     return ModelRun(workers=workers, expansions=expansions, depth=QUEUED_STEPS, iterations=found.iterations,
                     worker_iterations=stats["worker_iterations"], rounds=0, steps=stats["steps"], sent=stats["sent"],
                     proven=found.proven, optimal_cost=found.best_cost, solution_count=mapping_count(found),
-                    found_at=first, seconds=seconds, logs=logs)
+                    found_at=found_at(found.trace, found.best_cost), seconds=seconds, logs=logs)
 
 
 def cell(count: str, total: int) -> str:
@@ -140,8 +138,8 @@ def table(label: str) -> str:
     rows.sort(key=lambda r: (order[r["runner"]], int(r["workers"]), int(r["depth"]),
                              int(r["expansions"]), int(r["seed"])))
     lines = ["| runner | W | step (expansions) | queue | seed | expansions | work | serial also | above G* | "
-             "dominated by an arrival | dominated locally | other | all above G* | optimum found at | seconds here |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "dominated by an arrival | dominated locally | other | all above G* | best found at | seconds here |",
+             "| --- |" + " ---: |" * 14]
     for r in rows:
         total = int(r["iterations"])
         share = {k: cell(r[k], total) for k in ("serial", "above", "arrived", "local", "other")}

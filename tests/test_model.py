@@ -6,6 +6,8 @@ against the serial search's (search/worklog.py) adds up."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dcmap_dist.compiled import native_built
@@ -16,6 +18,8 @@ from dcmap_dist.search.problem import Problem
 from dcmap_dist.search.worklog import KINDS, breakdown
 
 from search_costs import COST_MODELS, random_network
+
+NETWORKS = Path(__file__).resolve().parents[1].parent / "shared" / "networks"
 
 
 def problem_of(network, model) -> Problem:
@@ -33,6 +37,8 @@ def test_the_model_proves_the_serial_optimum_on_any_number_of_workers(seed):
         assert (run.optimal_cost, run.solution_count) == (serial.optimal_cost, serial.solution_count), \
             f"seed {seed}, W = {workers}"
         assert run.iterations == sum(run.worker_iterations)
+    known = model_search(problem, 4, 5, g_min=serial.optimal_cost)  # the proof alone
+    assert (known.optimal_cost, known.solution_count) == (serial.optimal_cost, serial.solution_count)
 
 
 @pytest.mark.skipif(not native_built(), reason="the native engine is not built")
@@ -64,13 +70,16 @@ def test_the_breakdown_adds_up():
 @pytest.mark.parametrize("workers", [2, 4])
 def test_the_model_counts_the_work_of_a_ray_run_with_steps_in_expansions(monkeypatch, workers):
     """Steps of 1,000 expansions (DCMAP_STEP_ITERATIONS): the Ray run's expansions within
-    10% of the model's, its answer the model's."""
+    10% of the model's, its answer the model's. (Insurance: about 290,000 expansions, 70
+    to 150 rounds; on child's 13,000, 10 rounds, the order of one step decides 10%.)"""
     from dcmap_dist.solve import solve
 
-    network = load_network("child")
+    path = NETWORKS / "insurance.bif.gz"
+    if not path.exists():
+        pytest.skip(f"{path} is not here")
+    network = load_network(str(path))
     model = model_search(problem_of(network, load_cost("dcmap")), workers, 1000)
     monkeypatch.setenv("DCMAP_STEP_ITERATIONS", "1000")
     result = solve(network, "dcmap", workers=workers, max_solutions=None)
     assert (result.optimal_cost, result.solution_count) == (model.optimal_cost, model.solution_count)
-    assert result.components[0]["distributed"]["steps"] >= 10
     assert abs(result.iterations / model.iterations - 1) <= 0.10, (result.iterations, model.iterations)

@@ -36,7 +36,7 @@ from .ray.rules import deliver, next_order, notify, take_in, take_step, worker_e
 from .ray.steps import QUEUED_STEPS, WorkerSlot, step_seconds
 from .serial import SerialSearch
 
-__all__ = ["ModelRun", "RATE", "mapping_count", "model_search", "serial_run", "step_expansions"]
+__all__ = ["ModelRun", "RATE", "found_at", "mapping_count", "model_search", "serial_run", "step_expansions"]
 
 RATE = 300_000  # a native worker's expansions a second: about 30,000 in its step of 0.1 s (issue 58)
 
@@ -129,7 +129,7 @@ def model_search(problem: Problem, workers: int, expansions: int | None = None, 
                     worker_iterations=[slot.report.iterations for slot in slots], rounds=rounds, steps=totals.steps,
                     sent=totals.sent, proven=proven, optimal_cost=found.best_cost,
                     solution_count=mapping_count(found) if proven else 0,
-                    found_at=_found_at(trace, found.best_cost), seconds=time.perf_counter() - started,
+                    found_at=found_at(trace, found.best_cost), seconds=time.perf_counter() - started,
                     logs=[engine.take_log() for engine in engines] if log else None)
 
 
@@ -147,8 +147,8 @@ def serial_run(problem: Problem, alpha: float = 0.6, seed: int = 0, log: bool = 
     logs = [search.engine.take_log()] if log else None
     return ModelRun(workers=0, expansions=0, depth=0, iterations=found.iterations,
                     worker_iterations=[found.iterations], rounds=0, steps=0, sent=0, proven=found.proven,
-                    optimal_cost=found.best_cost, solution_count=mapping_count(found), found_at=_found_at(found.trace, found.best_cost),
-                    seconds=time.perf_counter() - started, logs=logs)
+                    optimal_cost=found.best_cost, solution_count=mapping_count(found),
+                    found_at=found_at(found.trace, found.best_cost), seconds=time.perf_counter() - started, logs=logs)
 
 
 def mapping_count(found: SearchOutcome) -> int:
@@ -158,6 +158,7 @@ def mapping_count(found: SearchOutcome) -> int:
                if within(cost, found.best_cost))
 
 
-def _found_at(trace: list[Improvement], optimum: float) -> int:
-    """The iteration at which ``trace`` first reached ``optimum`` (0: the first mapping was optimal)."""
+def found_at(trace: list[Improvement], optimum: float) -> int:
+    """The iteration at which ``trace`` first reached ``optimum`` (0: never, or the first
+    mapping was optimal)."""
     return min((found.iteration for found in trace if within(found.cost, optimum)), default=0)

@@ -21,9 +21,9 @@ from ...search.linking import Entry
 from ...search.problem import Problem
 from ...search.state import Improvement, SearchState
 
-__all__ = ["Cut", "LOOKUPS", "RayOptions", "Results", "SILENT_STEPS", "SILENT_STEPS_VARIABLE", "STEP_ITERATIONS_VARIABLE",
-           "SearchSpec", "Snapshot", "Statistics", "StepOrder", "StepReport", "Totals", "TurnReport",
-           "WorkerLostWarning", "WorkerSnapshot", "WorkersLost"]
+__all__ = ["Cut", "LOOKUPS", "RayOptions", "Results", "SILENT_STEPS", "SILENT_STEPS_VARIABLE",
+           "STEP_ITERATIONS_VARIABLE", "SearchSpec", "Snapshot", "Statistics", "StepOrder", "StepReport", "Totals",
+           "TurnReport", "WorkerLostWarning", "WorkerSnapshot", "WorkersLost"]
 
 LOOKUPS = "lookups"  # a worker's thread for history lookups and pings, answered while its steps run
 SILENT_STEPS = 200  # a worker that has not answered for this many base steps is lost

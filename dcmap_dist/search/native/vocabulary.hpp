@@ -1,6 +1,7 @@
 // The words the explorer, the batches and the engine's face share: a completion on its way
 // to its key's owner (Arrival), a better mapping found (Improvement), why a step ended
-// (Reason). search/explorer.py and search/state.py name the same.
+// (Reason): search/explorer.py's outbox, search/state.py's Improvement, limits.py's StepEnd
+// and StopReason.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 """The build matrix: the wheel built and tested on each Python dcmap_dist supports (CI runs it).
 
-    python3 scripts/test_matrix.py                        # 3.11, 3.12 and 3.13 (CI: about 10 minutes)
+    python3 scripts/test_matrix.py                        # 3.11, 3.12 and 3.13 (CI runs it)
     python3 scripts/test_matrix.py --python 3.13          # or some of them
     python3 scripts/test_matrix.py --quick                # the quick subset on each (about 14 minutes)
     python3 scripts/test_matrix.py --keep /tmp/matrix     # keep the wheels, environments and logs

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from search_costs import comb_network
 
 from dcmap_dist import compiled, solve
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_describe_names_the_engine_that_runs(monkeypatch):

@@ -124,7 +124,7 @@ class DcmapModel {
         return true;
     }
 
-    // LowerBound._compute at (layer, assigned (none if `done`), frontier)
+    // LowerBound.compute at (layer, assigned (none if `done`), frontier)
     bool bound(int layer, bool done, const Mask& assigned, std::span<const Item> frontier, double& out) {
         if (!d_.bounds) {
             out = 0.0;

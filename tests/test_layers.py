@@ -85,15 +85,22 @@ def arrows(paths: Iterable[Path]) -> set[tuple[str, str, str]]:
     return found
 
 
-def wrong_arrows(found: Iterable[tuple[str, str, str]]) -> list[str]:
-    """The arrows that do not run down a floor, and rooms missing from :data:`FLOORS`."""
+def off_the_floors(found: Iterable[tuple[str, str, str]], floor: dict[str, int], kind: str,
+                   verb: str) -> list[str]:
+    """The steps ``(file, from, to)`` of ``found`` that do not run down a floor of ``floor``,
+    and the ``kind`` of places (rooms, headers) it gives no floor."""
     wrong = []
     for path, here, there in sorted(found):
-        if here not in FLOOR or there not in FLOOR:
-            wrong.append(f"{path}: room {here if here not in FLOOR else there} has no floor in FLOORS")
-        elif FLOOR[there] >= FLOOR[here]:
-            wrong.append(f"{path}: {here} (floor {FLOOR[here]}) imports {there} (floor {FLOOR[there]})")
+        if here not in floor or there not in floor:
+            wrong.append(f"{path}: {kind} {here if here not in floor else there} has no floor")
+        elif floor[there] >= floor[here]:
+            wrong.append(f"{path}: {here} (floor {floor[here]}) {verb} {there} (floor {floor[there]})")
     return wrong
+
+
+def wrong_arrows(found: Iterable[tuple[str, str, str]]) -> list[str]:
+    """The arrows that do not run down a floor, and rooms missing from :data:`FLOORS`."""
+    return off_the_floors(found, FLOOR, "room", "imports")
 
 
 def test_every_import_runs_down_a_floor():
@@ -111,21 +118,15 @@ def test_an_arrow_up_or_sideways_is_found(tmp_path):
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.MULTILINE)
 
 
-def includes(paths: Iterable[Path]) -> set[tuple[str, str]]:
-    """``(header, header it includes)`` for every ``#include "..."`` of ``paths`` (the
+def includes(paths: Iterable[Path]) -> set[tuple[str, str, str]]:
+    """``(file, header, header it includes)`` for every ``#include "..."`` of ``paths`` (the
     standard library's ``<...>`` are not the project's)."""
-    return {(path.name, target) for path in paths for target in INCLUDE.findall(path.read_text())}
+    return {(path.name, path.name, target) for path in paths for target in INCLUDE.findall(path.read_text())}
 
 
-def wrong_includes(found: Iterable[tuple[str, str]]) -> list[str]:
+def wrong_includes(found: Iterable[tuple[str, str, str]]) -> list[str]:
     """The includes that do not run down a floor, and headers missing from :data:`HEADER_FLOORS`."""
-    wrong = []
-    for here, there in sorted(found):
-        if here not in HEADER_FLOOR or there not in HEADER_FLOOR:
-            wrong.append(f"{here}: header {here if here not in HEADER_FLOOR else there} has no floor in HEADER_FLOORS")
-        elif HEADER_FLOOR[there] >= HEADER_FLOOR[here]:
-            wrong.append(f"{here} (floor {HEADER_FLOOR[here]}) includes {there} (floor {HEADER_FLOOR[there]})")
-    return wrong
+    return off_the_floors(found, HEADER_FLOOR, "header", "includes")
 
 
 def test_every_include_of_the_native_headers_runs_down_a_floor():
@@ -146,9 +147,10 @@ def test_the_binding_reads_the_core_through_its_face_only():
 def test_an_include_up_or_sideways_is_found(tmp_path):
     planted = tmp_path / "branch.hpp"
     planted.write_text('#pragma once\n#include <vector>\n  #  include "explorer.hpp"\n#include "ids.hpp"\n')
-    assert wrong_includes(includes([planted])) == ["branch.hpp (floor 2) includes explorer.hpp (floor 5)"]
-    assert wrong_includes({("keys.hpp", "problem.hpp")}) == ["keys.hpp (floor 4) includes problem.hpp (floor 4)"]
-    assert wrong_includes({("new.hpp", "bits.hpp")}) == ["new.hpp: header new.hpp has no floor in HEADER_FLOORS"]
+    assert wrong_includes(includes([planted])) == ["branch.hpp: branch.hpp (floor 2) includes explorer.hpp (floor 5)"]
+    assert wrong_includes({("keys.hpp", "keys.hpp", "problem.hpp")}) == [
+        "keys.hpp: keys.hpp (floor 4) includes problem.hpp (floor 4)"]
+    assert wrong_includes({("new.hpp", "new.hpp", "bits.hpp")}) == ["new.hpp: header new.hpp has no floor"]
 
 
 # -- the engine's boundary ----------------------------------------------------------------------

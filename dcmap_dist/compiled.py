@@ -1,24 +1,22 @@
-"""Which of the search's modules run compiled, which engine runs the search, and whether
-the compiled modules may run at all.
+"""Which engine runs the search, and whether the native one's build may run at all.
 
 The install builds the native engine (:data:`NATIVE`: a Cython binding over the C++ core
-of ``search/native/``) and compiles :data:`COMPILED` with Cython where it can
-(``setup.py``); the same Python source runs as pure Python otherwise, and the native
-engine's reference, the Python engine, runs the search where the native one is not built
-or ``DCMAP_ENGINE=python`` asks for it (:func:`native_wanted`).
+of ``search/native/``, ``setup.py``); its reference, the Python engine, is the package's
+plain Python and is not compiled. The Python engine runs the search where the native one
+is not built or ``DCMAP_ENGINE=python`` asks for it (:func:`native_wanted`).
 
 ``setup.py`` records each build in :data:`BUILT_SOURCES`, one record per extension
 suffix (so per interpreter: :func:`new_record`): the Python and the Cython that built
-it, the modules it compiled with the sha256 of each of their sources (``.py``, ``.pxd``;
-the native engine's ``.pyx`` and ``.hpp``), and why a module was not compiled. Python
-imports an extension module before the source beside it, so ``import dcmap_dist`` checks
-the build first (:func:`check_build`, docs/engine.md "Build tools and a crash of Cython
-3.3.0"): an extension module that could crash is refused with :class:`BuildError` (its
-``.pxd`` changed after the build, a Cython known to miscompile built it, another Python
-built it, or no record says how it was built); a source edited after the build, which
-does not run until the next build, and a native engine that is not built are one-line
-warnings, once per process, at the first ``dcmap`` command or :func:`~dcmap_dist.solve`
-(:func:`warn_build`).
+it, the sha256 of the native engine's sources (its ``.pyx`` and ``.hpp``:
+:func:`source_digests`), and why it was not built. Python imports an extension module
+before the source beside it, so ``import dcmap_dist`` checks the build first
+(:func:`check_build`, docs/engine.md "The record of a build, and what import refuses"):
+an extension module that could crash is refused with :class:`BuildError` (a Cython known
+to miscompile built it, another Python built it, no record says how it was built, or it
+is one of the modules an older dcmap_dist compiled, :data:`NO_LONGER_COMPILED`); a source
+edited after the build, which does not run until the next build, and a native engine that
+is not built are one-line warnings, once per process, at the first ``dcmap`` command or
+:func:`~dcmap_dist.solve` (:func:`warn_build`).
 
 Standard library only, with no import of the package at module level: ``setup.py`` runs
 this file on its own.
@@ -36,47 +34,41 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BUILT_SOURCES", "BuildError", "BuildWarning", "COMPILED", "ENGINE_VARIABLE", "KNOWN_BAD_CYTHON",
-           "NATIVE", "OLDEST_CYTHON", "check_build", "compiled_modules", "cython_refused", "describe",
-           "module_sources", "native_built", "native_sources", "native_wanted", "new_record", "warn_build",
-           "write_record"]
+__all__ = ["BUILT_SOURCES", "BuildError", "BuildWarning", "ENGINE_VARIABLE", "KNOWN_BAD_CYTHON", "NATIVE",
+           "NO_LONGER_COMPILED", "OLDEST_CYTHON", "check_build", "cython_refused", "describe", "native_built",
+           "native_sources", "native_wanted", "new_record", "source_digests", "warn_build", "write_record"]
 
-# setup.py compiles these (paths in the package, without .py)
-COMPILED = ("search/branch", "search/branch_queue", "search/problem", "search/bounds", "search/combinations",
-            "search/explorer", "search/linking", "search/histories", "search/keys", "search/tolerance", "model/topology")
 NATIVE = "search/native_engine"  # the native engine's binding (its C++ core: search/native/*.hpp)
+# the Python engine's modules that dcmap_dist compiled with Cython until issue 56 (paths in
+# the package, without .py): an extension module of one left beside its source by an older
+# in-place build would run instead of the source, so setup.py removes them and import refuses them
+NO_LONGER_COMPILED = ("search/branch", "search/branch_queue", "search/problem", "search/bounds",
+                      "search/combinations", "search/explorer", "search/linking", "search/histories", "search/keys",
+                      "search/tolerance", "model/topology")
 BUILT_SOURCES = "built-sources.json"  # the record of each build: new_record
 RECORD_FORMAT = 2  # 1, before the interpreter and Cython were recorded: {module: sha256}
 ENGINE_VARIABLE = "DCMAP_ENGINE"  # "python" runs the Python engine even where the native one is built
 PACKAGE = Path(__file__).resolve().parent
 # The Cython versions the build accepts: pyproject.toml's [build-system] requires says the
-# same (Cython>=3.3.1,<3.4; tests/test_build.py checks that they agree). Older ones cannot
-# compile the modules with their .pxd (a def's annotated argument against the .pxd's
-# declaration: "Signature not compatible with previous declaration", fixed in 3.3.0);
-# 3.3.0 miscompiles them:
+# same (Cython>=3.3.1,<3.4; tests/test_build.py checks that they agree), the range tested
+# (scripts/test_matrix.py). 3.3.0 miscompiled the Python engine when it was compiled
+# (docs/engine.md, "Build tools and a crash of Cython 3.3.0"), and stays refused:
 OLDEST_CYTHON = (3, 3, 1)
 KNOWN_BAD_CYTHON = {
-    "3.3.0": "it miscompiles model/topology.py's `self.n = n = len(network.nodes)` (the local n is given the "
-             "C integer, not the Python int: Cython issue 7937, fixed in 3.3.1), and every solve crashes "
-             "with a segmentation fault",
+    "3.3.0": "it miscompiles cascaded assignments and annotated locals (Cython issues 7937 and 7994, fixed "
+             "in 3.3.1; every solve crashed with a segmentation fault when it compiled the Python engine)",
 }
 SLOWER = "11 to 27 times slower"  # the Python engine's search against the native one's (results/native-engine.md)
 
 
 class BuildError(ImportError):
-    """A compiled module that must not run: it could crash the interpreter (raised by
-    ``import dcmap_dist``, before any compiled module is imported)."""
+    """An extension module that must not run: it could crash the interpreter (raised by
+    ``import dcmap_dist``, before any extension module is imported)."""
 
 
 class BuildWarning(UserWarning):
     """A build that runs, but not as the sources say: a source edited after the build, or
     the native engine not built."""
-
-
-def compiled_modules() -> list[str]:
-    """The modules of :data:`COMPILED` built as extension modules (Python imports an
-    extension module before the source beside it)."""
-    return [name for name in COMPILED if _extension(name) is not None]
 
 
 def native_built() -> bool:
@@ -101,14 +93,13 @@ def native_wanted() -> bool:
 
 
 def describe() -> str:
-    """The engine that runs searches: ``native engine``, or the Python one as
-    ``compiled engine``, ``pure Python engine`` or compiled in part (which modules)."""
+    """The engine that runs searches: ``native engine``, or ``Python engine`` (with, where
+    the native one is built, why it is off)."""
     if native_wanted():
         return "native engine"
-    python = _python_engine()
     if native_built():
-        return f"{python}; native engine built, off ({ENGINE_VARIABLE}=python)"
-    return python
+        return f"Python engine; native engine built, off ({ENGINE_VARIABLE}=python)"
+    return "Python engine"
 
 
 # -- the record of a build, and its check --------------------------------------------------------
@@ -118,10 +109,10 @@ def new_record(sources: dict[str, dict[str, str]], not_built: dict[str, str], cy
                pure_python: bool = False, tools: dict[str, str] | None = None) -> dict[str, Any]:
     """The record of one build by this interpreter (``setup.py`` writes it into
     :data:`BUILT_SOURCES` with :func:`write_record`): the interpreter, the Cython version
-    (None: no Cython), the modules built with the digests of their sources when the build
-    began (``sources``: :func:`module_sources` of each), why each of ``not_built`` was not,
-    whether ``DCMAP_PURE_PYTHON`` asked for no compiling, and the build ``tools``'
-    versions (for the record only)."""
+    (None: no Cython), the extension modules built with the digests of their sources when
+    the build began (``sources``: :func:`source_digests`), why each of ``not_built`` was
+    not, whether ``DCMAP_PURE_PYTHON`` asked for no native engine, and the build
+    ``tools``' versions (for the record only)."""
     return {"python": ".".join(map(str, sys.version_info[:3])), "implementation": sys.implementation.name,
             "cache_tag": sys.implementation.cache_tag, "cython": cython, "pure_python": pure_python,
             **({"tools": tools} if tools else {}), "modules": sources, "not_built": not_built}
@@ -143,52 +134,46 @@ def write_record(package: Path, record: dict[str, Any], keep_others: bool) -> No
 
 def check_build() -> None:
     """Refuse extension modules that could crash (:class:`BuildError`, naming the file and
-    the command that rebuilds them), and note for :func:`warn_build` the sources edited
-    after the build. ``import dcmap_dist`` calls it before anything imports a compiled
-    module."""
+    the command that rebuilds them), and note for :func:`warn_build` the native engine's
+    sources edited after the build. ``import dcmap_dist`` calls it before anything imports
+    an extension module."""
     global _stale
-    present = {name: path for name in (*COMPILED, NATIVE) if (path := _extension(name)) is not None}
     _stale = []
-    if not present:
+    for name in NO_LONGER_COMPILED:
+        path = _extension(name)
+        if path is not None:
+            raise BuildError(_refusal(path, f"it is left from a build by an older dcmap_dist, which compiled "
+                                            f"{PACKAGE.name}/{name}.py (the Python engine is plain Python now)"))
+    path = _extension(NATIVE)
+    if path is None:
         return
     records = _read_records(PACKAGE)
-    stale: dict[str, str] = {}  # source: its module
-    for name, path in present.items():
-        record = (records or {}).get(path.name[len(Path(name).name):])
-        if record is None:
-            raise BuildError(_refusal(path, _unrecorded(records)))
-        if not _same_interpreter(record):
-            raise BuildError(_refusal(path, f"it was built by {record.get('implementation')} "
-                                            f"{record.get('python')}, and this is {sys.implementation.name} "
-                                            f"{'.'.join(map(str, sys.version_info[:3]))}"))
-        cython = record.get("cython")
-        if cython in KNOWN_BAD_CYTHON:
-            raise BuildError(_refusal(path, f"it was compiled by Cython {cython}, and {KNOWN_BAD_CYTHON[cython]}; "
-                                            "pip builds with the Cython that pyproject.toml asks for, unless "
-                                            "--no-build-isolation makes it use the one installed"))
-        built = record.get("modules", {}).get(name)
-        if built is None:
-            raise BuildError(_refusal(path, "the last build did not make it (it is left from an earlier one)"))
-        now = module_sources(PACKAGE, name)
-        for source in sorted(set(built) | set(now)):
-            if built.get(source) == now.get(source):
-                continue
-            if source.endswith(".pxd"):
-                change = ("changed" if source in now and source in built else "appeared" if source in now else
-                          "was removed")
-                raise BuildError(_refusal(path, f"its layout {PACKAGE.name}/{source} {change} after the build "
-                                                "(compiled modules of two layouts must not meet: Cython checks "
-                                                "only the sizes of each other's objects)"))
-            stale[source] = name
-    _stale = sorted(stale.items())
+    record = (records or {}).get(path.name[len(Path(NATIVE).name):])
+    if record is None:
+        raise BuildError(_refusal(path, _unrecorded(records)))
+    if not _same_interpreter(record):
+        raise BuildError(_refusal(path, f"it was built by {record.get('implementation')} "
+                                        f"{record.get('python')}, and this is {sys.implementation.name} "
+                                        f"{'.'.join(map(str, sys.version_info[:3]))}"))
+    cython = record.get("cython")
+    if cython in KNOWN_BAD_CYTHON:
+        raise BuildError(_refusal(path, f"it was compiled by Cython {cython}, and {KNOWN_BAD_CYTHON[cython]}; "
+                                        "pip builds with the Cython that pyproject.toml asks for, unless "
+                                        "--no-build-isolation makes it use the one installed"))
+    built = record.get("modules", {}).get(NATIVE)
+    if built is None:
+        raise BuildError(_refusal(path, "the last build did not make it (it is left from an earlier one)"))
+    now = source_digests(PACKAGE)
+    _stale = sorted(source for source in set(built) | set(now) if built.get(source) != now.get(source))
 
 
 def warn_build() -> None:
-    """Warn, once per process, of a build that does not run as its sources say: sources
-    edited after the build (:func:`check_build`), or the native engine not built (unless
-    ``DCMAP_ENGINE=python`` asks for the Python engine, or the build was
-    ``DCMAP_PURE_PYTHON``'s). The ``dcmap`` command calls it before its command runs
-    (its warnings are one line each: ``dcmap: warning: ...``), :func:`~dcmap_dist.solve` before a search."""
+    """Warn, once per process, of a build that does not run as its sources say: the
+    native engine's sources edited after the build (:func:`check_build`), or the native
+    engine not built (unless ``DCMAP_ENGINE=python`` asks for the Python engine, or the
+    build was ``DCMAP_PURE_PYTHON``'s). The ``dcmap`` command calls it before its command
+    runs (its warnings are one line each: ``dcmap: warning: ...``), :func:`~dcmap_dist.solve`
+    before a search."""
     for message in _notices():
         if message not in _warned:
             _warned.add(message)
@@ -198,30 +183,24 @@ def warn_build() -> None:
 def _notices() -> list[str]:
     notices = []
     if _stale:
-        files = _listed([f"{PACKAGE.name}/{source}" for source, _ in _stale])
-        modules = sorted({module for _, module in _stale})
-        notices.append(f"{files} changed after the build, and the compiled {_listed(modules)} "
-                       f"{'runs' if len(modules) == 1 else 'run'} the old source: {_advice()}")
+        files = _listed([f"{PACKAGE.name}/{source}" for source in _stale])
+        notices.append(f"{files} changed after the build, and the compiled {NATIVE} runs the old source: "
+                       f"{_advice()}")
     from .env import choice
 
     if not native_built() and choice(ENGINE_VARIABLE, ("native", "python"), "native") == "native":
         record = _record()
         if not (record or {}).get("pure_python"):
             notices.append(f"the native engine is not built ({_why_not_native()}); searches run on the "
-                           f"{_python_engine()}, {SLOWER}: {_native_advice()}")
+                           f"Python engine, {SLOWER}: {_native_advice()}")
     return notices
 
 
-def module_sources(package: Path, name: str) -> dict[str, str]:
-    """sha256 of each source of module ``name``, by its path in the package: its ``.py``
-    and its ``.pxd`` (the compiled layout of its classes, which Cython reads beside the
-    source), if it has one; for the native engine, its binding and its core's headers."""
-    if name == NATIVE:
-        paths = native_sources(package)
-    else:
-        paths = [package / f"{name}.py", *[layout for layout in [package / f"{name}.pxd"] if layout.exists()]]
+def source_digests(package: Path) -> dict[str, str]:
+    """sha256 of each of the native engine's sources (:func:`native_sources`), by its path
+    in the package."""
     return {path.relative_to(package).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in paths if path.exists()}
+            for path in native_sources(package) if path.exists()}
 
 
 def native_sources(package: Path) -> list[Path]:
@@ -235,12 +214,12 @@ def cython_refused(version: str) -> str | None:
         return f"Cython {version} is known to break dcmap_dist: {KNOWN_BAD_CYTHON[version]}"
     numbers = tuple(int(part) for part in re.findall(r"\d+", version)[:3])
     if numbers < OLDEST_CYTHON:
-        return (f"Cython {version} cannot compile dcmap_dist's modules with their .pxd (it needs Cython "
+        return (f"Cython {version} is older than the tested range (Cython "
                 f"{'.'.join(map(str, OLDEST_CYTHON))} or later)")
     return None
 
 
-_stale: list[tuple[str, str]] = []  # sources edited after the build, with their modules (check_build)
+_stale: list[str] = []  # the native engine's sources edited after the build (check_build)
 _warned: set[str] = set()  # warnings given (warn_build)
 
 
@@ -281,13 +260,6 @@ def _same_interpreter(record: dict[str, Any]) -> bool:
             sys.implementation.cache_tag and python == [str(part) for part in sys.version_info[:2]])
 
 
-def _python_engine() -> str:
-    found = compiled_modules()
-    if len(found) == len(COMPILED):
-        return "compiled engine"
-    return "pure Python engine" if not found else f"engine compiled in part ({', '.join(found)})"
-
-
 def _why_not_native() -> str:
     record = _record()
     if record is None:
@@ -307,8 +279,8 @@ def _native_advice() -> str:
 
 
 def _advice(tools: bool = False) -> str:
-    """The command that rebuilds the compiled modules of this install (``tools``: with the
-    system packages the native engine needs first)."""
+    """The command that rebuilds the native engine of this install (``tools``: with the
+    system packages it needs first)."""
     root = PACKAGE.parent
     need = ("install g++ and the Python headers (Debian, Ubuntu: apt-get install g++ python3-dev), then "
             if tools else "")
@@ -335,4 +307,4 @@ def _unrecorded(records: dict[str, Any] | None) -> str:
 
 def _refusal(path: Path, why: str) -> str:
     return (f"dcmap_dist refuses its compiled module {path}: {why}. {_advice()[0].upper()}{_advice()[1:]} "
-            f"(it rebuilds every compiled module)")
+            f"(it rebuilds the native engine and removes what an older build left)")

@@ -5,8 +5,8 @@ end) and this tree solve it in turn, each in its own process on one core, with t
 same time limit. A run reports iterations, iterations per CPU second, wall and CPU
 time, the CPU time of the search alone (to its proof, before the optimal mappings are
 listed and audited), peak memory (of the solve: read before the partitions are digested, which
-builds lists of names as large as the listing), which engine ran (``build``: native,
-compiled or pure Python; the
+builds lists of names as large as the listing), which engine ran (``build``: native or
+Python; a baseline from before issue 56 says compiled or pure Python for its Python engine; the
 baseline is installed beside this tree as pip installs it, compiled where it compiles,
 unless ``--pure-baseline``) and, when proven, the time to proof; else the
 lower bound and gap reached. Where both runs are proven, their optimal cost, their

@@ -1,7 +1,7 @@
 """The build matrix: the wheel built and tested on each Python dcmap_dist supports (CI runs it).
 
-    python3 scripts/test_matrix.py                        # 3.11, 3.12 and 3.13 (CI: about 10 minutes)
-    python3 scripts/test_matrix.py --python 3.13          # or some of them
+    python3 scripts/test_matrix.py                        # 3.11, 3.12 and 3.13
+    python3 scripts/test_matrix.py --python 3.12 --python 3.13   # or some of them (CI runs these two)
     python3 scripts/test_matrix.py --quick                # the quick subset on each (about 14 minutes)
     python3 scripts/test_matrix.py --keep /tmp/matrix     # keep the wheels, environments and logs
 
@@ -13,14 +13,17 @@ with its test extras, checks that ``dcmap --version`` says the native engine and
 tests against the installed package, from a copy of the checkout's tests without the
 package's sources (so nothing imports the checkout's ``dcmap_dist``), with
 ``../shared`` beside it as the tests expect. What each Python runs (:data:`PLAN`), so
-that CI, which runs the whole suite on 3.11 from the editable install as well, stays
-within its hour:
+that CI, which runs the whole suite on 3.11 from the editable install (and so the matrix
+on 3.12 and 3.13 alone), stays within its hour:
 
 * 3.11: the smoke tests (:data:`SMOKE`: the build's checks, the engines, solve);
-* 3.12: the quick subset (``-m "not slow"``) with the **oldest** numpy, networkx, ray and
-  pyarrow that pyproject.toml's dependencies admit (their floors, as ``==`` constraints),
-  without the test extras that cannot install beside them (:data:`NOT_WITH_THE_OLDEST`:
-  their tests skip);
+* 3.12: with the **oldest** numpy, networkx, ray and pyarrow that pyproject.toml's
+  dependencies admit (their floors, as ``==`` constraints), without the test extras that
+  cannot install beside them (:data:`NOT_WITH_THE_OLDEST`: their tests skip), the smoke
+  tests and the quick tests of what uses those packages (:data:`OF_THE_DEPENDENCIES`:
+  networks and their formats, numpy's arrays, the Arrow checkpoints, Ray's workers, the
+  batches, the result's outputs, the studies), the rest of the package being the same
+  whatever their versions;
 * 3.13: with the newest, the smoke tests and the tests that tell one Python from another
   (:data:`ACROSS_PYTHONS`: the engines' equivalence to the bit, which Python 3.12's ``sum``
   broke, the garbage collector, networkx's formats, the inputs).
@@ -61,6 +64,12 @@ NAME = "test_matrix"
 LEFT_BY_BUILDS = ("*.so", "*.pyd", "*.c", "*.cpp", "*.html", "__pycache__", "*.egg-info", "build", "dist", ".venv",
                   ".git", ".pytest_cache", "built-sources.json", "tmp")
 SMOKE = ["tests/test_build.py", "tests/test_compiled.py", "tests/test_solve.py", "-m", "not slow"]
+# the tests of the modules that use numpy, networkx, pyarrow or ray (io, model, checkpoint,
+# run/ray, search/batches, result, study), run with their oldest versions
+OF_THE_DEPENDENCIES = [*SMOKE[:-2], "tests/test_network.py", "tests/test_topology.py", "tests/test_bif.py",
+                       "tests/test_inputs.py", "tests/test_outputs.py", "tests/test_templates.py",
+                       "tests/test_checkpoint.py", "tests/test_batches.py", "tests/test_distributed.py",
+                       "tests/test_growth.py", "tests/test_similarity.py", "-m", "not slow"]
 ACROSS_PYTHONS = [*SMOKE[:-2], "tests/test_engine_equivalence.py", "tests/test_batches.py", "tests/test_shares.py",
                   "tests/test_serial.py", "tests/test_network.py", "tests/test_inputs.py", "-m", "not slow"]
 # tests of the checkout rather than of the package, which CI's main suite runs: the
@@ -82,8 +91,9 @@ class Run:
     outcome: str = "not run"
 
 
-PLAN = {"3.11": Run(SMOKE), "3.12": Run(QUICK, oldest=True), "3.13": Run(ACROSS_PYTHONS)}
-KINDS = {id(SMOKE): "smoke tests", id(ACROSS_PYTHONS): "smoke and across-Python tests", id(QUICK): "quick subset"}
+PLAN = {"3.11": Run(SMOKE), "3.12": Run(OF_THE_DEPENDENCIES, oldest=True), "3.13": Run(ACROSS_PYTHONS)}
+KINDS = {id(SMOKE): "smoke tests", id(ACROSS_PYTHONS): "smoke and across-Python tests", id(QUICK): "quick subset",
+         id(OF_THE_DEPENDENCIES): "smoke and dependencies' tests"}
 
 
 class Failed(Exception):

@@ -15,7 +15,6 @@ test run. By default it runs the quick equivalence tests, the batches' tests and
 from __future__ import annotations
 
 import os
-import runpy
 import shutil
 import subprocess
 import sys
@@ -26,8 +25,24 @@ ROOT = Path(__file__).resolve().parents[1]
 # -s: a sanitizer's report goes to stderr as the process aborts, where pytest would hold it
 DEFAULT = ["-s", "tests/test_engine_equivalence.py", "tests/test_native_fuzz.py", "tests/test_batches.py",
            "tests/test_shares.py", "-m", "not slow"]
-run_tests = runpy.run_path(str(ROOT / "scripts" / "test_pure_python.py"))["run_tests"]
 BUILT = shutil.ignore_patterns("*.so", "*.c", "*.cpp", "__pycache__", "built-sources.json")
+PROBE = "import dcmap_dist, dcmap_dist.compiled as c; print(dcmap_dist.__file__); print(c.describe())"
+
+
+def run_tests(tree: Path, engine: str, arguments: list[str], extra: dict[str, str] | None = None) -> int:
+    """pytest with ``arguments`` on the package in ``tree``, which must be what Python
+    imports and run ``engine`` (tests/conftest.py checks it again); ``extra``: more
+    environment. Its exit code."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])),
+           "DCMAP_EXPECT_ENGINE": engine, **(extra or {})}
+    probe = subprocess.run([sys.executable, "-P", "-c", PROBE], env=env, capture_output=True, text=True, check=True)
+    where, found = probe.stdout.split("\n")[:2]
+    if not where.startswith(str(tree)) or found != engine:
+        sys.exit(f"test_sanitized: Python imports {where} ({found}), not the {engine} in {tree}")
+    print(f"test_sanitized: {found} from {tree}", flush=True)
+    # -P: the checkout (with its extension module) is not put first on sys.path
+    return subprocess.run([sys.executable, "-P", "-m", "pytest", "-q", *arguments], cwd=ROOT, env=env,
+                          stdin=subprocess.DEVNULL).returncode
 
 
 def main() -> None:

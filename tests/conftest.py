@@ -7,9 +7,16 @@ import os
 import pytest
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--full", action="store_true",
+                     help="run the whole suite, the tests marked slow too (about 45 minutes; CI runs it). Without "
+                          "it, and without -m or a test named by its id, the quick subset runs: the slow tests are "
+                          "deselected")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """With ``DCMAP_EXPECT_ENGINE`` set (scripts/test_pure_python.py sets it), refuse to
-    run the tests on any other engine than the one named."""
+    """With ``DCMAP_EXPECT_ENGINE`` set (scripts/test_matrix.py and scripts/test_sanitized.py
+    set it), refuse to run the tests on any other engine than the one named."""
     expected = os.environ.get("DCMAP_EXPECT_ENGINE")
     if expected:
         import dcmap_dist
@@ -20,11 +27,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                                     f"{describe()} of {dcmap_dist.__file__}")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that uses the session's Ray is marked ``ray``."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test that uses the session's Ray is marked ``ray``. The tests marked ``slow``
+    are deselected (and reported so) unless ``--full`` is given, a ``-m`` expression
+    chooses, or a test is named by its id (``tests/test_x.py::test_y``): the bare
+    ``pytest`` runs the quick subset."""
     for item in items:
         if "ray_session" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.ray)
+    if config.getoption("--full") or config.getoption("markexpr") or any("::" in str(a) for a in config.args):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+        config.hook.pytest_deselected(items=slow)
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,7 @@ def test_a_run_against_head_compares_both_engines_and_removes_its_worktree(tmp_p
     from dcmap_dist.compiled import describe
 
     build = describe().removesuffix(" engine")
-    assert [r["build"] for r in rows] == ["pure Python", build]  # --pure-baseline: the worktree's source runs
+    assert [r["build"] for r in rows] == ["Python", build]  # --pure-baseline: the worktree's source runs
     assert all(int(r["peak_mib"]) > 0 for r in rows)
     assert f"| child | new | {build} | True |" in done.stdout
     after = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout

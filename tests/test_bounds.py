@@ -58,7 +58,7 @@ def bound_violations(model, seeds) -> tuple[list[str], int, int]:
             for branch, bound, best in records:
                 branches += 1
                 # the remembered bound is the bound computed afresh
-                assert bound == problem.bound._compute(branch.layer, branch.assigned, branch.frontier)
+                assert bound == problem.bound.compute(branch.layer, branch.assigned, branch.frontier)
                 assert best < math.inf
                 rest = best - branch.cost
                 if bound > rest + 1e-9 * max(1.0, abs(best)):
@@ -166,7 +166,7 @@ def test_the_bound_memo_keeps_two_generations_and_forgets_the_rest(monkeypatch):
         problem = Problem(random_network(seed, 6, 9), DcmapCost(), "merge")
         records, _ = walk_tree(problem)
         for branch, bound, _ in records:
-            assert bound == problem.bound._compute(branch.layer, branch.assigned, branch.frontier)
+            assert bound == problem.bound.compute(branch.layer, branch.assigned, branch.frontier)
         assert len(problem.bound._known.newer) < 3 and len(problem.bound._known.older) == 3
     for seed in range(3):
         network = wide_network(seed)

@@ -1,6 +1,7 @@
 """Tests for the check of a build at import (dcmap_dist.compiled.check_build, warn_build):
-a compiled module that could crash is refused, a source edited after the build and a
-native engine not built are one warning each, once; on fake packages, without a build."""
+an extension module that could crash is refused, a source of the native engine edited
+after the build and a native engine not built are one warning each, once; on fake
+packages, without a build."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import importlib.machinery
 import json
 import os
 import re
-import runpy
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -24,23 +25,22 @@ from dcmap_dist.compiled import NATIVE, BuildError, BuildWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
-SOURCES = {"search/problem.py": "x = 1\n", "search/problem.pxd": "cdef class Problem:\n    pass\n",
-           "search/native_engine.pyx": "# the binding\n", "search/native/bits.hpp": "// bits\n",
-           "search/native/store.hpp": "// store\n"}
-MODULES = ("search/problem", NATIVE)
+SOURCES = {"search/problem.py": "x = 1\n", "search/native_engine.pyx": "# the binding\n",
+           "search/native/bits.hpp": "// bits\n", "search/native/store.hpp": "// store\n"}
 
 
-def record(package: Path, modules=MODULES, not_built=None, **changes) -> None:
-    """Record a build of ``modules`` of ``package`` as setup.py does, with ``changes``."""
-    built = compiled.new_record({name: compiled.module_sources(package, name) for name in modules},
+def record(package: Path, native=True, not_built=None, **changes) -> None:
+    """Record a build of ``package`` (of its native engine if ``native``) as setup.py
+    does, with ``changes``."""
+    built = compiled.new_record({NATIVE: compiled.source_digests(package)} if native else {},
                                 not_built or {}, "3.3.1", tools={"setuptools": "84.2.1"})
     compiled.write_record(package, {**built, **changes}, keep_others=False)
 
 
 @pytest.fixture
 def package(tmp_path, monkeypatch):
-    """A checkout whose package has two compiled modules (their extension modules fake:
-    Python would fail to import them), built and recorded; compiled.py looks at it."""
+    """A checkout whose package has the native engine built (its extension module fake:
+    Python would fail to import it) and recorded; compiled.py looks at it."""
     root = tmp_path / "checkout"
     package = root / "dcmap_dist"
     (package / "search" / "native").mkdir(parents=True)
@@ -48,8 +48,7 @@ def package(tmp_path, monkeypatch):
     (root / "pyproject.toml").write_text("")
     for name, text in SOURCES.items():
         (package / name).write_text(text)
-    for name in MODULES:
-        (package / f"{name}{SUFFIX}").write_bytes(b"not an extension module")
+    (package / f"{NATIVE}{SUFFIX}").write_bytes(b"not an extension module")
     monkeypatch.setattr(compiled, "PACKAGE", package)
     monkeypatch.setattr(compiled, "_stale", [])
     monkeypatch.setattr(compiled, "_warned", set())
@@ -69,12 +68,13 @@ def build_warnings() -> list[str]:
 def test_a_build_as_recorded_runs_silently(package):
     compiled.check_build()
     assert build_warnings() == []
-    os.utime(package / "search" / "problem.py", (3_000_000_000, 3_000_000_000))  # newer, the same text
+    os.utime(package / "search" / "native" / "bits.hpp", (3_000_000_000, 3_000_000_000))  # newer, the same text
+    (package / "search" / "problem.py").write_text("x = 2\n")  # the Python engine runs its sources
     compiled.check_build()
     assert build_warnings() == []
 
 
-@pytest.mark.parametrize("edited", ["search/problem.py", "search/native_engine.pyx", "search/native/bits.hpp"])
+@pytest.mark.parametrize("edited", ["search/native_engine.pyx", "search/native/bits.hpp"])
 def test_a_source_edited_after_the_build_is_one_warning_naming_it_once(package, edited):
     with open(package / edited, "a") as source:
         source.write("# edited\n")
@@ -82,8 +82,7 @@ def test_a_source_edited_after_the_build_is_one_warning_naming_it_once(package, 
     first = build_warnings()
     assert len(first) == 1
     assert first[0].startswith(f"dcmap_dist/{edited} changed after the build")
-    module = "search/problem" if edited.endswith(".py") else NATIVE
-    assert f"the compiled {module} runs the old source" in first[0]
+    assert f"the compiled {NATIVE} runs the old source" in first[0]
     assert f"run `pip install -e .` again in {package.parent}" in first[0]
     assert "delete" not in first[0] and "\n" not in first[0]
     if edited.endswith(".hpp"):
@@ -91,48 +90,34 @@ def test_a_source_edited_after_the_build_is_one_warning_naming_it_once(package, 
     assert build_warnings() == []  # once per process
 
 
-def test_sources_edited_in_two_modules_are_one_warning(package):
-    for edited in ("search/problem.py", "search/native/store.hpp"):
+def test_sources_edited_are_one_warning(package):
+    for edited in ("search/native_engine.pyx", "search/native/store.hpp"):
         (package / edited).write_text("edited\n")
     (package / "search" / "native" / "new.hpp").write_text("// a header added\n")
     compiled.check_build()
     [message] = build_warnings()
     assert message.startswith("dcmap_dist/search/native/new.hpp, dcmap_dist/search/native/store.hpp and "
-                              "dcmap_dist/search/problem.py changed after the build")
-    assert "the compiled search/native_engine and search/problem run the old source" in message
+                              "dcmap_dist/search/native_engine.pyx changed after the build")
+    assert "the compiled search/native_engine runs the old source" in message
 
 
-@pytest.mark.parametrize("change", ["changed", "was removed"])
-def test_a_layout_changed_after_the_build_is_refused(package, change):
-    layout = package / "search" / "problem.pxd"
-    if change == "changed":
-        layout.write_text("cdef class Problem:\n    cdef public object added\n")
-    else:
-        layout.unlink()
+@pytest.mark.parametrize("name", compiled.NO_LONGER_COMPILED)
+def test_a_module_an_older_build_compiled_is_refused(package, name):
+    """An extension module of the Python engine left by an older dcmap_dist's in-place
+    build would run instead of its source: refused, whatever the record says."""
+    (package / f"{name}{SUFFIX}").parent.mkdir(parents=True, exist_ok=True)
+    (package / f"{name}{SUFFIX}").write_bytes(b"not an extension module")
     with pytest.raises(BuildError) as refused:
         compiled.check_build()
     message = str(refused.value)
-    assert isinstance(refused.value, ImportError)
-    assert f"refuses its compiled module {package / 'search' / f'problem{SUFFIX}'}" in message
-    assert f"its layout dcmap_dist/search/problem.pxd {change} after the build" in message
+    assert f"refuses its compiled module {package / f'{name}{SUFFIX}'}" in message
+    assert f"left from a build by an older dcmap_dist, which compiled dcmap_dist/{name}.py" in message
     assert f"Run `pip install -e .` again in {package.parent}" in message
-
-
-def test_a_layout_beside_a_module_compiled_without_one_is_refused(package):
-    (package / "search" / "native_engine.pxd").write_text("# a layout\n")
-    record(package, modules=MODULES)  # recorded without it (as a build before the .pxd was added)
-    (package / "search" / "native_engine.pxd").unlink()
-    compiled.check_build()
-    (package / "search" / "problem.pxd").rename(package / "search" / "problem.pxd.moved")
-    record(package)  # built without problem.pxd
-    (package / "search" / "problem.pxd.moved").rename(package / "search" / "problem.pxd")
-    with pytest.raises(BuildError, match=r"its layout dcmap_dist/search/problem\.pxd appeared after the build"):
-        compiled.check_build()
 
 
 def test_a_build_by_a_cython_known_to_crash_is_refused(package):
     record(package, cython="3.3.0")
-    with pytest.raises(BuildError, match=r"problem.* was compiled by Cython 3\.3\.0, and it miscompiles .*"
+    with pytest.raises(BuildError, match=r"native_engine.* was compiled by Cython 3\.3\.0, and it miscompiles .*"
                                          r"segmentation fault.*Run `pip install -e \.` again"):
         compiled.check_build()
 
@@ -151,7 +136,7 @@ def test_a_build_without_its_record_is_refused(package, kind):
         path.unlink()
         expected = "no record of its build (built-sources.json is missing)"
     elif kind == "format 1":  # the digests alone, as setup.py wrote them before
-        path.write_text(json.dumps({"search/problem": "0" * 64}))
+        path.write_text(json.dumps({NATIVE: "0" * 64}))
         expected = "built-sources.json is of a build that recorded neither the Python nor the Cython"
     else:
         data = json.loads(path.read_text())
@@ -163,16 +148,15 @@ def test_a_build_without_its_record_is_refused(package, kind):
 
 
 def test_an_extension_module_the_last_build_did_not_make_is_refused(package):
-    record(package, modules=(NATIVE,), not_built={"search/problem": "CompileError: ..."})
-    with pytest.raises(BuildError, match=r"problem.*the last build did not make it"):
+    record(package, native=False, not_built={NATIVE: "CompileError: ..."})
+    with pytest.raises(BuildError, match=r"native_engine.*the last build did not make it"):
         compiled.check_build()
 
 
 def test_without_extension_modules_nothing_is_refused(package):
-    for name in MODULES:
-        (package / f"{name}{SUFFIX}").unlink()
+    (package / f"{NATIVE}{SUFFIX}").unlink()
     (package / compiled.BUILT_SOURCES).write_text("{not json")
-    (package / "search" / "problem.pxd").write_text("changed\n")
+    (package / "search" / "native" / "bits.hpp").write_text("changed\n")
     compiled.check_build()  # the sources run
 
 
@@ -187,19 +171,20 @@ def test_the_refusal_comes_before_python_imports_the_extension_module(tmp_path):
     """A real copy of the package with an extension module that would crash (here: one
     that is not an extension module at all) and a record of Cython 3.3.0: `import
     dcmap_dist` and `dcmap` fail with the refusal, not with what importing it does."""
-    copy = runpy.run_path(str(ROOT / "scripts" / "test_pure_python.py"))["pure_copy"](tmp_path)
-    package = copy / "dcmap_dist"
-    (package / "model" / f"topology{SUFFIX}").write_bytes(b"not an extension module")
-    built = compiled.new_record({"model/topology": compiled.module_sources(package, "model/topology")}, {}, "3.3.0")
+    package = tmp_path / "dcmap_dist"
+    shutil.copytree(compiled.PACKAGE, package,
+                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__", "built-sources.json"))
+    (package / f"{NATIVE}{SUFFIX}").write_bytes(b"not an extension module")
+    built = compiled.new_record({NATIVE: compiled.source_digests(package)}, {}, "3.3.0")
     compiled.write_record(package, built, keep_others=False)
-    env = dict(os.environ, PYTHONPATH=str(copy))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
     for command in (["-c", "import dcmap_dist"], ["-m", "dcmap_dist", "info", "asia"]):
         done = subprocess.run([sys.executable, "-P", *command], env=env, capture_output=True, text=True,
                               cwd=tmp_path)
         assert done.returncode == 1
         last = done.stderr.strip().splitlines()[-1]
         assert last.startswith(f"dcmap_dist.compiled.BuildError: dcmap_dist refuses its compiled module "
-                               f"{package / 'model' / f'topology{SUFFIX}'}: it was compiled by Cython 3.3.0"), last
+                               f"{package / f'{NATIVE}{SUFFIX}'}: it was compiled by Cython 3.3.0"), last
         assert "ELF" not in done.stderr and "invalid" not in done.stderr
 
 
@@ -215,7 +200,7 @@ def test_the_command_line_warns_in_one_line_once(package, capsys, monkeypatch):
 
 def native_missing(package: Path, why: str = "no C++ compiler: g++ is not found", **changes) -> None:
     (package / f"{NATIVE}{SUFFIX}").unlink()
-    record(package, modules=("search/problem",), not_built={NATIVE: why}, **changes)
+    record(package, native=False, not_built={NATIVE: why}, **changes)
 
 
 def test_a_native_engine_not_built_is_one_warning_with_the_reason(package, capsys):
@@ -224,7 +209,7 @@ def test_a_native_engine_not_built_is_one_warning_with_the_reason(package, capsy
     assert main(["info", "paper-example"]) == 0
     err = capsys.readouterr().err.splitlines()
     assert err == ["dcmap: warning: the native engine is not built (no C++ compiler: g++ is not found); searches "
-                   f"run on the {compiled.describe()}, 11 to 27 times slower: install g++ and the Python headers "
+                   "run on the Python engine, 11 to 27 times slower: install g++ and the Python headers "
                    "(Debian, Ubuntu: apt-get install g++ python3-dev), then run `pip install -e .` again in "
                    f"{package.parent}"]
     assert build_warnings() == []  # once per process, also for solve()
@@ -242,10 +227,8 @@ def test_no_warning_when_the_python_engine_was_asked_for(package, monkeypatch):
     monkeypatch.setenv(compiled.ENGINE_VARIABLE, "python")
     assert build_warnings() == []
     monkeypatch.delenv(compiled.ENGINE_VARIABLE)
-    for name in MODULES:
-        (package / f"{name}{SUFFIX}").unlink(missing_ok=True)
-    pure = {name: "DCMAP_PURE_PYTHON asked for the sources alone" for name in (*compiled.COMPILED, NATIVE)}
-    record(package, modules=(), not_built=pure, pure_python=True)  # DCMAP_PURE_PYTHON=1 pip install -e .
+    record(package, native=False, not_built={NATIVE: "DCMAP_PURE_PYTHON asked for no native engine"},
+           pure_python=True)  # DCMAP_PURE_PYTHON=1 pip install -e .
     assert build_warnings() == []
 
 
@@ -278,9 +261,9 @@ def test_the_build_requirements_are_the_tested_range():
 def test_the_installed_build_is_recorded():
     """The package the tests import passed the check, and its build (if any) says how it
     was made."""
-    if not compiled.compiled_modules() and not compiled.native_built():
+    if not compiled.native_built():
         pytest.skip("nothing compiled")
     built = compiled._record()
     assert built is not None and built["cython"] not in compiled.KNOWN_BAD_CYTHON
-    assert set(built["modules"]) == {*compiled.compiled_modules(), *([NATIVE] if compiled.native_built() else [])}
+    assert set(built["modules"]) == {NATIVE}
     assert compiled._same_interpreter(built)

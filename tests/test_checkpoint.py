@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import runpy
 import shutil
 import signal
 import subprocess
@@ -217,15 +216,15 @@ def test_completions_in_flight_resume_onto_the_coordinators_table(tmp_path, seag
     settled into an empty table whose records the checkpoint's then replaced. This run
     also passed with that order: the path was untested, not shown wrong.
 
-    The run that writes the checkpoint uses the package's sources as plain Python: a
-    distributed search checkpoints at most once a second (when the driver hears from the
-    coordinator), and the compiled engine proves this network in about as long, so its
-    runs mostly wrote no generation before the final one. Slower, a run writes a few, and
-    the first holds completions in flight (three runs of three, measured)."""
+    The run that writes the checkpoint runs on the Python engine uncompiled
+    (``DCMAP_ENGINE=python``): a distributed search checkpoints at most once a second (when
+    the driver hears from the coordinator), and the Python engine compiled with Cython
+    proved this network in about as long, so its runs mostly wrote no generation before
+    the final one. Slower, a run writes a few, and the first holds completions in flight
+    (three runs of three, measured)."""
     reference, _ = seagrass_reference
     found = tmp_path / "found"
-    sources = runpy.run_path(str(TESTS.parent / "scripts" / "test_pure_python.py"))["pure_copy"](tmp_path / "sources")
-    env = dict(os.environ, PYTHONPATH=str(sources))
+    env = dict(os.environ, DCMAP_ENGINE="python")
     for attempt in range(5):  # every generation of a run is looked at, until one holds some
         process = subprocess.Popen(  # -P: the checkout is not put first on sys.path
             [sys.executable, "-P", "-m", "dcmap_dist", "solve", *SEAGRASS, "--workers", "2", "--checkpoint-every",

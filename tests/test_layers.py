@@ -1,7 +1,8 @@
 """The package's layers hold: every import of ``dcmap_dist`` runs down a floor, never up
 nor sideways (docs/layout.md), and nothing outside ``search/`` assigns an attribute of the
 search engine (its boundary is :class:`dcmap_dist.search.engine.Engine`). Both read the
-code with :mod:`ast`; neither runs it."""
+code with :mod:`ast`; neither runs it. The native core's headers likewise include down a
+floor (docs/engine.md), read as text, not compiled."""
 
 from __future__ import annotations
 
@@ -28,6 +29,21 @@ FLOORS = [
     {"__main__", "__init__"},
 ]
 FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
+
+# the floors of the native core's headers (search/native/), from the ground up: a header
+# includes only headers of lower floors (docs/engine.md, "The headers by floors")
+NATIVE = PACKAGE / "search" / "native"
+HEADER_FLOORS = [
+    {"bits.hpp", "ids.hpp", "tolerance.hpp", "model_tables.hpp", "oracle.hpp", "histories.hpp", "mt19937.hpp",
+     "python_hash.hpp"},
+    {"tables.hpp", "topology.hpp"},
+    {"store.hpp", "branch.hpp", "dcmap_model.hpp"},
+    {"facts.hpp", "vocabulary.hpp", "branch_queue.hpp", "link_table.hpp"},
+    {"keys.hpp", "problem.hpp", "batch.hpp"},
+    {"explorer.hpp"},
+    {"engine.hpp"},
+]
+HEADER_FLOOR = {header: level for level, headers in enumerate(HEADER_FLOORS) for header in headers}
 
 
 def module_name(path: Path) -> str:
@@ -69,15 +85,22 @@ def arrows(paths: Iterable[Path]) -> set[tuple[str, str, str]]:
     return found
 
 
-def wrong_arrows(found: Iterable[tuple[str, str, str]]) -> list[str]:
-    """The arrows that do not run down a floor, and rooms missing from :data:`FLOORS`."""
+def off_the_floors(found: Iterable[tuple[str, str, str]], floor: dict[str, int], kind: str,
+                   verb: str) -> list[str]:
+    """The steps ``(file, from, to)`` of ``found`` that do not run down a floor of ``floor``,
+    and the ``kind`` of places (rooms, headers) it gives no floor."""
     wrong = []
     for path, here, there in sorted(found):
-        if here not in FLOOR or there not in FLOOR:
-            wrong.append(f"{path}: room {here if here not in FLOOR else there} has no floor in FLOORS")
-        elif FLOOR[there] >= FLOOR[here]:
-            wrong.append(f"{path}: {here} (floor {FLOOR[here]}) imports {there} (floor {FLOOR[there]})")
+        if here not in floor or there not in floor:
+            wrong.append(f"{path}: {kind} {here if here not in floor else there} has no floor")
+        elif floor[there] >= floor[here]:
+            wrong.append(f"{path}: {here} (floor {floor[here]}) {verb} {there} (floor {floor[there]})")
     return wrong
+
+
+def wrong_arrows(found: Iterable[tuple[str, str, str]]) -> list[str]:
+    """The arrows that do not run down a floor, and rooms missing from :data:`FLOORS`."""
+    return off_the_floors(found, FLOOR, "room", "imports")
 
 
 def test_every_import_runs_down_a_floor():
@@ -89,6 +112,45 @@ def test_an_arrow_up_or_sideways_is_found(tmp_path):
         "dcmap_dist/search/x.py: search (floor 4) imports run (floor 5)"]
     assert wrong_arrows({("dcmap_dist/model/x.py", "model", "limits")})  # the same floor
     assert wrong_arrows({("dcmap_dist/new.py", "new", "model")})  # a room nobody placed
+
+
+# -- the native headers -------------------------------------------------------------------------
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.MULTILINE)
+
+
+def includes(paths: Iterable[Path]) -> set[tuple[str, str, str]]:
+    """``(file, header, header it includes)`` for every ``#include "..."`` of ``paths`` (the
+    standard library's ``<...>`` are not the project's)."""
+    return {(path.name, path.name, target) for path in paths for target in INCLUDE.findall(path.read_text())}
+
+
+def wrong_includes(found: Iterable[tuple[str, str, str]]) -> list[str]:
+    """The includes that do not run down a floor, and headers missing from :data:`HEADER_FLOORS`."""
+    return off_the_floors(found, HEADER_FLOOR, "header", "includes")
+
+
+def test_every_include_of_the_native_headers_runs_down_a_floor():
+    assert wrong_includes(includes(NATIVE.glob("*.hpp"))) == []
+
+
+def test_every_native_header_has_a_floor():
+    assert {path.name for path in NATIVE.glob("*.hpp")} == set(HEADER_FLOOR)
+    assert len(HEADER_FLOORS) <= 7  # issue 56: at most seven floors (nine before)
+
+
+def test_the_binding_reads_the_core_through_its_face_only():
+    """native_engine.pyx declares the core from engine.hpp (the face), and from nothing below it."""
+    source = (PACKAGE / "search" / "native_engine.pyx").read_text()
+    assert re.findall(r'cdef extern from "([^"]+)"', source) == ["native/engine.hpp"]
+
+
+def test_an_include_up_or_sideways_is_found(tmp_path):
+    planted = tmp_path / "branch.hpp"
+    planted.write_text('#pragma once\n#include <vector>\n  #  include "explorer.hpp"\n#include "ids.hpp"\n')
+    assert wrong_includes(includes([planted])) == ["branch.hpp: branch.hpp (floor 2) includes explorer.hpp (floor 5)"]
+    assert wrong_includes({("keys.hpp", "keys.hpp", "problem.hpp")}) == [
+        "keys.hpp: keys.hpp (floor 4) includes problem.hpp (floor 4)"]
+    assert wrong_includes({("new.hpp", "new.hpp", "bits.hpp")}) == ["new.hpp: header new.hpp has no floor"]
 
 
 # -- the engine's boundary ----------------------------------------------------------------------

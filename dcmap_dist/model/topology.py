@@ -16,7 +16,7 @@ from .network import Network
 if TYPE_CHECKING:  # numpy is imported by the one function that needs it, not by the search
     import numpy as np
 
-__all__ = ["Memo", "ONE", "RecentMemo", "Topology", "added", "bits", "eta", "layer_nodes", "layers", "long_arcs",
+__all__ = ["Memo", "RecentMemo", "Topology", "added", "bits", "eta", "layer_nodes", "layers", "long_arcs",
            "same_cluster_matrix", "scientific", "union_of"]
 
 
@@ -95,11 +95,6 @@ def same_cluster_matrix(network: Network) -> np.ndarray:
             if direct_only or topo.layer[j] == topo.layer[i]:
                 matrix[i, j] = 1
     return matrix
-
-
-# a Python int to shift by a length: compiled, ``1 << len(x)`` is a C shift of a 32-bit
-# int, wrong from 32 on; ``ONE << len(x)`` shifts a Python int
-ONE = 1
 
 
 def bits(mask: int) -> list[int]:

@@ -161,7 +161,7 @@ class _Writer:
         return at
 
     def key(self, key: tuple) -> tuple[int, int, tuple[int, ...]]:
-        """The key's layer, kind and parts (search/keys.py's tuples; native/branch.hpp's Key)."""
+        """The key's layer, kind and parts (search/keys.py's tuples; native/branch.hpp's Key, its parts per kind in KEY_PARTS)."""
         head = key[0]
         if len(key) == 4:
             if type(head) is int:

@@ -1,4 +1,3 @@
-# cython: annotation_typing=False
 """The admissible lower bound on the cost still to come (docs/cost-model.md, section 4).
 
 A branch at ``layer`` has placed every node below that layer, and the nodes
@@ -80,7 +79,7 @@ class LowerBound:
 
     def lookup(self, layer: int, assigned: int, frontier: tuple[tuple[int, Hashable], ...]) -> float:
         """The bound of a branch at ``layer`` with ``assigned`` and frontier ``frontier``
-        (remembered; a C call from the compiled engine)."""
+        (remembered)."""
         return self.known(layer, assigned, frontier)[0]
 
     def known(self, layer: int, assigned: int,

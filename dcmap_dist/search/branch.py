@@ -1,4 +1,3 @@
-# cython: annotation_typing=False
 """A branch of the search: one partial mapping, as a record.
 
 A :class:`Branch` holds one partial mapping: every node below layer ``layer`` is
@@ -24,23 +23,13 @@ tuples, floats) so it can be serialised and moved between processes:
 * ``cost``: the cost of the cluster-layers placed; ``estimate``: ``g_hat``; ``bound``:
   ``cost`` plus an admissible lower bound on the rest.
 
-Compiled, a branch is a fixed record (``search/branch.pxd``): its layer a C int, its link
-a C 64-bit integer, its three costs C doubles, the rest pointers. Pure Python, a slotted
-class of the same fields. A :class:`QueueEntry` is a queued branch's entry in the
-explorer's heaps. Neither can hold a reference cycle, so compiled, neither is tracked by
-the cycle collector (``cython.no_gc``; Cython reads class directives here, not in the
-``.pxd``).
+A branch is a slotted class of these fields. A :class:`QueueEntry` is a queued branch's
+entry in the explorer's heaps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
-
-try:  # compiled, Cython reads the decorators below; in pure Python they change nothing
-    import cython
-except ImportError:
-    from types import SimpleNamespace
-    cython = SimpleNamespace(cclass=lambda cls: cls, no_gc=lambda cls: cls)
 
 __all__ = ["Branch", "QueueEntry", "link_of", "record_of"]
 
@@ -48,8 +37,6 @@ NO_LINK = -1  # a branch's link when it has no link record yet (its history star
 FIELDS = ("layer", "assigned", "comps", "frontier", "cost", "joins", "link", "estimate", "bound", "fixed")
 
 
-@cython.no_gc
-@cython.cclass
 class Branch:
     """One partial mapping (see the module docstring). Two branches are equal when
     their fields are; a branch pickles as the tuple of its fields (:meth:`fields`)."""
@@ -120,15 +107,12 @@ def record_of(link: int) -> int | None:
     return None if link == NO_LINK else link
 
 
-@cython.no_gc
-@cython.cclass
 class QueueEntry:
     """A queued branch's entry in the heaps of
     :class:`~dcmap_dist.search.branch_queue.BranchQueue`, ordered by ``g_hat`` then
     push number; ``branch`` is None once the branch is popped. ``comps``: the branch's
     components as the queue's codes while it waits (its own ``comps`` None then), else
-    None. Compiled, it is a record of a double, a 64-bit integer and two pointers
-    (search/branch.pxd)."""
+    None."""
 
     __slots__ = ("g_hat", "seq", "branch", "comps")
 

@@ -1,4 +1,3 @@
-# cython: annotation_typing=False
 """The feasible combinations of one expansion: which nodes of the layer join the
 proposed component, and which other open components merge with it.
 

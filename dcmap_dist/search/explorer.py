@@ -235,7 +235,7 @@ class Explorer:
         problem = self.problem
         queue = self.queue
         rng = self.rng
-        branch: Branch | None  # compiled, a typed record: its fields are read in C
+        branch: Branch | None
         while True:
             if max_iterations is not None and self._iterations >= max_iterations:
                 return StopReason.MAX_ITERATIONS

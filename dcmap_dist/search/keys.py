@@ -1,4 +1,3 @@
-# cython: annotation_typing=False
 """The link key of a branch: what the rest of the search can read of it, so that branches
 with equal keys have identical futures (SPEC section 5; docs/search.md, "Correction 1",
 "Linking inside a layer" and "The search's state in memory").
@@ -11,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.topology import ONE, Memo, Topology, union_of
+from ..model.topology import Memo, Topology, union_of
 
 __all__ = ["LinkKeys", "key_parts"]
 
@@ -20,8 +19,7 @@ class LinkKeys:
     """The link keys (``kind``: ``lean`` or ``full``) of the branches of one problem:
     :meth:`of`; ``final``, the key of every complete mapping (the last layer done,
     nothing left open). ``parents_of`` and ``closures`` are the problem's memos. A branch
-    is a :class:`~dcmap_dist.search.branch.Branch` (its compiled record, when both are
-    compiled: search/keys.pxd)."""
+    is a :class:`~dcmap_dist.search.branch.Branch`."""
 
     def __init__(self, topo: Topology, kind: str, parents_of: Memo, closures: Memo) -> None:
         self.topo = topo
@@ -78,7 +76,7 @@ class LinkKeys:
             for j, members in enumerate(branch.comps):
                 if parents_of[members] & rest:
                     if branch.fixed >> j & 1:
-                        fixed |= ONE << len(kept_comps)
+                        fixed |= 1 << len(kept_comps)
                     kept_comps.append(members)
             comps = tuple(kept_comps)
             frontier = tuple([item for item in branch.frontier if parents_of[item[0]] & rest])

@@ -47,8 +47,7 @@ def route(key: tuple, shards: int) -> int:
 class Entry:
     """One key of the link table: its best cost and the record of that arrival. (A
     record that a cheaper arrival replaced is in its owner's set of dominated records.)
-    Compiled, a record of a C double and a 64-bit integer (search/linking.pxd), which
-    the garbage collector does not track; pure Python, a slotted class."""
+    A slotted class."""
 
     __slots__ = ("best", "record")
 

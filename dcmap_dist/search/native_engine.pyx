@@ -45,22 +45,61 @@ __all__ = ["NativeEngine"]
 
 MAX_SERIAL = 1 << 32  # a record serial past this is refused (a damaged checkpoint, not a search)
 
-ctypedef uint32_t Id
+ctypedef uint32_t Id  # a message's raw word: the binding's numbering, as the Oracle's callbacks pass it
 
 cdef extern from "native/engine.hpp" namespace "dcmap":
-    cdef Id NONE
-    cdef Id LAYER_DONE
+    # the core's ids (native/ids.hpp): one type per kind, made from a word only explicitly
+    cdef cppclass MaskId "dcmap::MaskId":
+        MaskId()
+        MaskId(uint32_t)
+        uint32_t value()
+        cbool operator==(MaskId)
+    cdef cppclass ItemId "dcmap::ItemId":
+        ItemId()
+        ItemId(uint32_t)
+        uint32_t value()
+    cdef cppclass SeqId "dcmap::SeqId":
+        SeqId()
+        SeqId(uint32_t)
+        uint32_t value()
+    cdef cppclass MessageId "dcmap::MessageId":
+        MessageId()
+        MessageId(uint32_t)
+        uint32_t value()
+    cdef cppclass BigMaskId "dcmap::BigMaskId":
+        BigMaskId()
+        BigMaskId(uint32_t)
+        uint32_t value()
+
+    cdef MaskId LAYER_DONE
     cdef int64_t NO_LINK
 
     cdef cppclass Branch_ "dcmap::Branch":
         double cost, estimate, bound
         int64_t link
-        Id assigned, comps, frontier, fixed, joins
+        MaskId assigned, fixed
+        SeqId comps, frontier, joins
         int layer
 
+    # a link key (native/branch.hpp): made by its kind's maker, read by its parts' names
     cdef cppclass Key_ "dcmap::Key":
-        int layer, kind
-        Id a, b, c, d, e, f
+        int layer
+        cbool lean()
+        cbool done()
+        MaskId assigned() except +
+        MaskId fixed() except +
+        MaskId held() except +
+        SeqId items() except +
+        SeqId masks() except +
+        BigMaskId blocked() except +
+        @staticmethod
+        Key_ lean_done(int, SeqId, SeqId, BigMaskId)
+        @staticmethod
+        Key_ lean_inside(int, MaskId, MaskId, MaskId, SeqId, SeqId, BigMaskId)
+        @staticmethod
+        Key_ full_done(int, SeqId, SeqId)
+        @staticmethod
+        Key_ full_inside(int, MaskId, MaskId, SeqId, SeqId)
 
     cdef cppclass Entry_ "dcmap::Entry":
         double best
@@ -74,9 +113,9 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         int64_t iteration
         double seconds, cost
         int64_t link
-        Id joins
+        SeqId joins
 
-    cdef cppclass ModelData:
+    cdef cppclass ModelTables:
         vector[uint64_t] cards
         vector[int] name_rank, eliminate_rank, naive_rank
         cbool canonical, bounds
@@ -88,7 +127,7 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
     cdef cppclass OutBatch_ "dcmap::OutBatch":
         int owner
         string bytes
-        vector[Id] messages
+        vector[MessageId] messages
         size_t rows
 
     cdef cppclass BatchInfo_ "dcmap::BatchInfo":
@@ -115,12 +154,12 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         EstimateCallback estimate
         ResourcesCallback resources
 
-    cdef cppclass TopologyData:
+    cdef cppclass CoreTopology:
         int n, l_max
         vector[int] layer
         vector[uint64_t] parents, children, neighbours, anc, desc, layer_mask, above
 
-    cdef cppclass EngineOptions:
+    cdef cppclass CoreOptions:
         cbool single_scheme, full_keys, has_estimator, has_owner, notify
         double alpha
         int64_t owner
@@ -133,16 +172,18 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
 
     cdef cppclass EngineBase:
         int words()
-        Id mask(const uint64_t*) except +
-        void mask_words(Id, uint64_t*) except +
-        Id item(Id, Id) except +
-        void item_of(Id, Id*, Id*) except +
-        Id seq(const vector[Id]&) except +
-        vector[Id] seq_of(Id) except +
-        Id bigmask(vector[uint64_t]) except +
-        vector[uint64_t] bigmask_of(Id) except +
-        Id zero_mask()
-        Id empty_seq()
+        MaskId mask(const uint64_t*) except +
+        void mask_words(MaskId, uint64_t*) except +
+        ItemId item(MaskId, MessageId) except +
+        void item_of(ItemId, MaskId*, MessageId*) except +
+        SeqId mask_seq(const vector[MaskId]&) except +
+        SeqId item_seq(const vector[ItemId]&) except +
+        vector[MaskId] masks_of(SeqId) except +
+        vector[ItemId] items_of(SeqId) except +
+        BigMaskId bigmask(vector[uint64_t]) except +
+        vector[uint64_t] bigmask_of(BigMaskId) except +
+        MaskId zero_mask()
+        SeqId empty_seq()
         int64_t iterations()
         double g_min()
         size_t link_records()
@@ -166,9 +207,9 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         vector[OutBatch_] take_batches(cbool) except +
         BatchInfo_ batch_info(const unsigned char*, size_t) except +
         vector[uint64_t] batch_messages(const unsigned char*, size_t) except +
-        size_t receive_batch(const unsigned char*, size_t, const vector[Id]*, cbool) except +
-        string take_share(cbool, vector[Id]*) except +
-        void load_share(const unsigned char*, size_t, const vector[Id]*) except +
+        size_t receive_batch(const unsigned char*, size_t, const vector[MessageId]*, cbool) except +
+        string take_share(cbool, vector[MessageId]*) except +
+        void load_share(const unsigned char*, size_t, const vector[MessageId]*) except +
         vector[Improvement_] take_improvements() except +
         vector[int64_t] take_notices() except +
         void keep_log()
@@ -185,15 +226,14 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         Footprint footprint()
         uint64_t collections()
         void collect() except +
-        void use_model(const ModelData&) except +
+        void use_model(const ModelTables&) except +
 
-    unique_ptr[EngineBase] make_engine(const TopologyData&, const EngineOptions&, const Oracle&) except +
+    unique_ptr[EngineBase] make_engine(const CoreTopology&, const CoreOptions&, const Oracle&) except +
     int words_for(int)
 
-# why a step ended: the codes of native/explorer.hpp's Reason, as the Python engine names them
+# why a step ended: the codes of native/vocabulary.hpp's Reason, as the Python engine names them
 REASONS = {1: "idle", 2: "budget", 3: "max_iterations", 4: "time_limit", 5: "memory_limit", 6: "interrupted"}
 CODES = {"time_limit": 4, "memory_limit": 5, "interrupted": 6}
-LEAN_DONE, LEAN_INSIDE, FULL_DONE, FULL_INSIDE = 0, 1, 2, 3
 
 
 cdef int _cost(void* context, const uint64_t* nodes, const uint64_t* same, const uint64_t* child_masks,
@@ -294,7 +334,7 @@ cdef class NativeEngine:
         self._watch = None
         self._error = None
         self._options, self._seed = options, seed
-        cdef TopologyData data
+        cdef CoreTopology data
         data.n = topology.n
         data.l_max = topology.l_max
         data.layer = list(topology.layer)
@@ -305,7 +345,7 @@ cdef class NativeEngine:
         data.desc = self._words_of(topology.desc)
         data.layer_mask = self._words_of(topology.layer_mask)
         data.above = self._words_of(topology.above)
-        cdef EngineOptions core_options
+        cdef CoreOptions core_options
         core_options.single_scheme = options.single_scheme
         core_options.full_keys = options.full_keys
         core_options.has_estimator = options.has_estimator
@@ -334,9 +374,9 @@ cdef class NativeEngine:
                           options.shards, options.notify, self.take_share(), self.iterations, self.g_min,
                           self.random_state())
 
-    cdef ModelData _model_tables(self, tables) except *:
+    cdef ModelTables _model_tables(self, tables) except *:
         """search/core.py's ModelTables as the core's struct (masks as words)."""
-        cdef ModelData out
+        cdef ModelTables out
         out.cards = list(tables.cards)
         out.name_rank = list(tables.name_rank)
         out.eliminate_rank = list(tables.eliminate_rank)
@@ -364,7 +404,7 @@ cdef class NativeEngine:
     cdef object _int(self, const uint64_t* words):
         return int.from_bytes((<char*>words)[:8 * self.width], "little")
 
-    cdef Id _mask(self, object value) except? 0xFFFFFFFF:
+    cdef MaskId _mask(self, object value) except *:
         """The id of a node or component mask: an int of 0 to n bits (ValueError otherwise)."""
         cdef uint64_t words[8]
         if type(value) is not int or value < 0 or value >> self.n:
@@ -373,20 +413,20 @@ cdef class NativeEngine:
         memcpy(words, <const char*>data, 8 * self.width)
         return self.core.get().mask(words)
 
-    cdef object _py_mask(self, Id mask):
-        found = self._ints.get(mask)
+    cdef object _py_mask(self, MaskId mask):
+        found = self._ints.get(mask.value())
         if found is None:
-            found = self._ints[mask] = self._mask_int(mask)
+            found = self._ints[mask.value()] = self._mask_int(mask)
         return found
 
-    cdef object _mask_int(self, Id mask):
+    cdef object _mask_int(self, MaskId mask):
         cdef uint64_t words[8]
         self.core.get().mask_words(mask, words)
         return self._int(words)
 
     cdef Id _message(self, object held) except? 0xFFFFFFFF:
-        if self._coded:  # the built-in model's code: a node mask
-            return self._mask(held)
+        if self._coded:  # the built-in model's code: a node mask, its id its mask's
+            return self._mask(held).value()
         found = self._message_ids.get(held)
         if found is None:
             found = self._message_ids[held] = len(self._messages)
@@ -394,58 +434,66 @@ cdef class NativeEngine:
         return found
 
     cdef object _py_message(self, Id message):
-        return self._py_mask(message) if self._coded else self._messages[message]
+        return self._py_mask(MaskId(message)) if self._coded else self._messages[message]
 
-    cdef Id _item(self, object item) except? 0xFFFFFFFF:
+    cdef ItemId _item(self, object item) except *:
+        cdef MaskId members
         if type(item) is not tuple or len(item) != 2:
             raise ValueError(f"a frontier cluster-layer must be (members, message), not {item!r}")
         members = self._mask(item[0])
         if members == self.core.get().zero_mask():
             raise ValueError("a frontier cluster-layer of no nodes")
-        return self.core.get().item(members, self._message(item[1]))
+        return self.core.get().item(members, MessageId(self._message(item[1])))
 
-    cdef object _py_item(self, Id item):
-        found = self._item_tuples.get(item)
+    cdef object _py_item(self, ItemId item):
+        found = self._item_tuples.get(item.value())
         if found is None:
-            found = self._item_tuples[item] = self._item_tuple(item)
+            found = self._item_tuples[item.value()] = self._item_tuple(item)
         return found
 
-    cdef object _item_tuple(self, Id item):
-        cdef Id members, message
+    cdef object _item_tuple(self, ItemId item):
+        cdef MaskId members
+        cdef MessageId message
         self.core.get().item_of(item, &members, &message)
-        return (self._py_mask(members), self._py_message(message))
+        return (self._py_mask(members), self._py_message(message.value()))
 
-    cdef Id _mask_seq(self, object masks, bint nonzero) except? 0xFFFFFFFF:
-        cdef vector[Id] ids
+    cdef SeqId _mask_seq(self, object masks, bint nonzero) except *:
+        cdef vector[MaskId] ids
         if type(masks) is not tuple:
             raise ValueError(f"a tuple of masks expected, not {type(masks).__name__}")
         for mask in masks:
             ids.push_back(self._mask(mask))
             if nonzero and ids.back() == self.core.get().zero_mask():
                 raise ValueError("an empty component or join")
-        return self.core.get().seq(ids)
+        return self.core.get().mask_seq(ids)
 
-    cdef Id _item_seq(self, object items) except? 0xFFFFFFFF:
-        cdef vector[Id] ids
+    cdef SeqId _item_seq(self, object items) except *:
+        cdef vector[ItemId] ids
         if type(items) is not tuple:
             raise ValueError(f"a tuple of frontier cluster-layers expected, not {type(items).__name__}")
         for item in items:
             ids.push_back(self._item(item))
-        return self.core.get().seq(ids)
+        return self.core.get().item_seq(ids)
 
-    cdef object _py_masks(self, Id seq):
-        found = self._mask_tuples.get(seq)
+    cdef object _py_masks(self, SeqId seq):
+        cdef vector[MaskId] masks
+        cdef size_t k
+        found = self._mask_tuples.get(seq.value())
         if found is None:
-            found = self._mask_tuples[seq] = tuple([self._py_mask(m) for m in self.core.get().seq_of(seq)])
+            masks = self.core.get().masks_of(seq)
+            found = self._mask_tuples[seq.value()] = tuple([self._py_mask(masks[k]) for k in range(masks.size())])
         return found
 
-    cdef object _py_items(self, Id seq):
-        found = self._frontiers.get(seq)
+    cdef object _py_items(self, SeqId seq):
+        cdef vector[ItemId] items
+        cdef size_t k
+        found = self._frontiers.get(seq.value())
         if found is None:
-            found = self._frontiers[seq] = tuple([self._py_item(i) for i in self.core.get().seq_of(seq)])
+            items = self.core.get().items_of(seq)
+            found = self._frontiers[seq.value()] = tuple([self._py_item(items[k]) for k in range(items.size())])
         return found
 
-    cdef Id _bigmask(self, object value) except? 0xFFFFFFFF:
+    cdef BigMaskId _bigmask(self, object value) except *:
         cdef vector[uint64_t] words
         if type(value) is not int or value < 0:
             raise ValueError(f"{value!r} is not a mask")
@@ -454,7 +502,7 @@ cdef class NativeEngine:
             value >>= 64
         return self.core.get().bigmask(words)
 
-    cdef object _py_bigmask(self, Id id):
+    cdef object _py_bigmask(self, BigMaskId id):
         value = 0
         for k, word in enumerate(self.core.get().bigmask_of(id)):
             value |= word << (64 * k)
@@ -495,29 +543,28 @@ cdef class NativeEngine:
 
     # -- keys: the Python engine's tuples (search/keys.py) <-> the core's records ---------------
     cdef Key_ _key(self, object key) except *:
-        cdef Key_ out
+        # the parts in the tuple's order (each made in turn: the order the values are interned in)
+        cdef MaskId assigned, fixed, held
+        cdef SeqId items, masks
         if type(key) is not tuple or len(key) not in (3, 4):
             raise ValueError(f"a link key must be a tuple of 3 (full) or 4 (lean) parts, not {key!r}")
         head = key[0]
         if len(key) == 4:  # lean: (head, items, shape, blocked)
             if type(head) is int:
-                out.kind, out.layer = LEAN_DONE, head
-                out.a, out.b, out.c = self._item_seq(key[1]), self._mask_seq(key[2], False), self._bigmask(key[3])
-            else:
-                self._check_head(head, 4)
-                out.kind, out.layer = LEAN_INSIDE, head[0]
-                out.a, out.b, out.c = self._mask(head[1]), self._mask(head[2]), self._mask(head[3])
-                out.d, out.e, out.f = self._item_seq(key[1]), self._mask_seq(key[2], False), self._bigmask(key[3])
-        else:  # full: (head, comps, frontier)
-            if type(head) is int:
-                out.kind, out.layer = FULL_DONE, head
-                out.a, out.b = self._mask_seq(key[1], True), self._item_seq(key[2])
-            else:
-                self._check_head(head, 3)
-                out.kind, out.layer = FULL_INSIDE, head[0]
-                out.a, out.b = self._mask(head[1]), self._mask(head[2])
-                out.c, out.d = self._mask_seq(key[1], True), self._item_seq(key[2])
-        return out
+                items, masks = self._item_seq(key[1]), self._mask_seq(key[2], False)
+                return Key_.lean_done(head, items, masks, self._bigmask(key[3]))
+            self._check_head(head, 4)
+            assigned, fixed, held = self._mask(head[1]), self._mask(head[2]), self._mask(head[3])
+            items, masks = self._item_seq(key[1]), self._mask_seq(key[2], False)
+            return Key_.lean_inside(head[0], assigned, fixed, held, items, masks, self._bigmask(key[3]))
+        # full: (head, comps, frontier)
+        if type(head) is int:
+            masks = self._mask_seq(key[1], True)
+            return Key_.full_done(head, masks, self._item_seq(key[2]))
+        self._check_head(head, 3)
+        assigned, fixed = self._mask(head[1]), self._mask(head[2])
+        masks = self._mask_seq(key[1], True)
+        return Key_.full_inside(head[0], assigned, fixed, masks, self._item_seq(key[2]))
 
     cdef int _check_head(self, object head, int size) except -1:
         if type(head) is not tuple or len(head) != size or type(head[0]) is not int:
@@ -525,14 +572,12 @@ cdef class NativeEngine:
         return 0
 
     cdef object _py_key(self, const Key_& k):
-        if k.kind == LEAN_DONE:
-            return (k.layer, self._py_items(k.a), self._py_masks(k.b), self._py_bigmask(k.c))
-        if k.kind == LEAN_INSIDE:
-            head = (k.layer, self._py_mask(k.a), self._py_mask(k.b), self._py_mask(k.c))
-            return (head, self._py_items(k.d), self._py_masks(k.e), self._py_bigmask(k.f))
-        if k.kind == FULL_DONE:
-            return (k.layer, self._py_masks(k.a), self._py_items(k.b))
-        return ((k.layer, self._py_mask(k.a), self._py_mask(k.b)), self._py_masks(k.c), self._py_items(k.d))
+        if k.lean():
+            head = k.layer if k.done() else (k.layer, self._py_mask(k.assigned()), self._py_mask(k.fixed()),
+                                              self._py_mask(k.held()))
+            return (head, self._py_items(k.items()), self._py_masks(k.masks()), self._py_bigmask(k.blocked()))
+        head = k.layer if k.done() else (k.layer, self._py_mask(k.assigned()), self._py_mask(k.fixed()))
+        return (head, self._py_masks(k.masks()), self._py_items(k.items()))
 
     cdef vector[Arrival_] _arrivals(self, arrivals) except *:
         cdef vector[Arrival_] out
@@ -703,12 +748,13 @@ cdef class NativeEngine:
         format, written by the core), emptied; a model's messages pickled with ``dumps``
         (the built-in model's are codes, written as masks)."""
         cdef vector[OutBatch_] found = self.core.get().take_batches(self._coded)
-        cdef size_t k
+        cdef size_t k, j
         out = [b""] * destinations
         for k in range(found.size()):
             if not 0 <= found[k].owner < destinations:
                 raise ValueError(f"a completion for actor {found[k].owner} of {destinations}")
-            pickled = b"" if self._coded else dumps([self._messages[m] for m in found[k].messages])
+            pickled = b"" if self._coded else dumps([self._messages[found[k].messages[j].value()]
+                                                      for j in range(found[k].messages.size())])
             out[found[k].owner] = _sealed(found[k].bytes, pickled)
         return out
 
@@ -721,7 +767,7 @@ cdef class NativeEngine:
             return 0
         view = checked(batch)
         cdef const unsigned char[::1] data = view
-        cdef vector[Id] ids
+        cdef vector[MessageId] ids
         if self._batch_message_ids(view, &ids):
             return self.core.get().receive_batch(&data[0], data.shape[0], &ids, settle)
         return self.core.get().receive_batch(&data[0], data.shape[0], NULL, settle)
@@ -731,22 +777,23 @@ cdef class NativeEngine:
         steps) as one buffer, written by the core: a batch of the share's kind (its link
         entries, open branches, dominated records and histories; docs/distributed.md,
         "Batches"); a model's messages pickled with ``dumps``. What :meth:`load_share` takes."""
-        cdef vector[Id] ids
+        cdef vector[MessageId] ids
+        cdef size_t k
         cdef string body = self.core.get().take_share(self._coded, &ids)
-        return _sealed(body, b"" if self._coded else dumps([self._messages[m] for m in ids]))
+        return _sealed(body, b"" if self._coded else dumps([self._messages[ids[k].value()] for k in range(ids.size())]))
 
     def load_share(self, share):
         """Take over a :meth:`take_share` buffer (as :meth:`load` takes a state). ValueError
         naming the damage for one that is not a share of this search."""
         view = checked(share)
         cdef const unsigned char[::1] data = view
-        cdef vector[Id] ids
+        cdef vector[MessageId] ids
         if self._batch_message_ids(view, &ids):
             self.core.get().load_share(&data[0], data.shape[0], &ids)
         else:
             self.core.get().load_share(&data[0], data.shape[0], NULL)
 
-    cdef cbool _batch_message_ids(self, view, vector[Id]* ids) except *:
+    cdef cbool _batch_message_ids(self, view, vector[MessageId]* ids) except *:
         """The ids here of a (checked) batch's messages, in ``ids``: whether they are given
         (pickled messages, or codes this engine holds as objects), or not (codes: the core
         reads them as masks)."""
@@ -762,12 +809,12 @@ cdef class NativeEngine:
             if type(values) is not list or len(values) != info.messages:
                 raise ValueError("a damaged batch: its pickled messages are not its list of messages")
             for value in values:
-                ids.push_back(self._message(value))
+                ids.push_back(MessageId(self._message(value)))
             return True
         if not self._coded:  # codes, held here as objects
             words = self.core.get().batch_messages(&data[0], data.shape[0])
             for k in range(info.messages):
-                ids.push_back(self._message(self._int(&words[k * self.width])))
+                ids.push_back(MessageId(self._message(self._int(&words[k * self.width]))))
             return True
         return False
 

@@ -1,4 +1,3 @@
-# cython: annotation_typing=False
 """The expansion machinery shared by DCMAP and breadth-first search.
 
 A :class:`~dcmap_dist.search.branch.Branch` holds one partial mapping (its layer, the
@@ -20,7 +19,7 @@ from collections.abc import Hashable
 from ..cost.base import ChildClusterLayer, CostContext, CostModel, checked_cost, sort_children
 from ..limits import COST_CALL, SLOW_CALL, SearchInterrupted, Stopwatch
 from ..model.network import Network
-from ..model.topology import ONE, Memo, RecentMemo, Topology, bits, union_of
+from ..model.topology import Memo, RecentMemo, Topology, bits, union_of
 from ..settings import LINK_KEYS
 from .bounds import LowerBound
 from .branch import Branch
@@ -299,9 +298,9 @@ class Problem:
             for j, members in enumerate(comps):
                 if not (merged >> j) & 1:
                     if branch.fixed >> j & 1:
-                        fixed |= ONE << len(new_comps)
+                        fixed |= 1 << len(new_comps)
                     new_comps.append(members)
-            fixed |= ONE << len(new_comps)
+            fixed |= 1 << len(new_comps)
             new_comps.append(masks.lookup(union))
             # anchor on a child of a joiner in each merged component: a frontier node,
             # the same on every branch linked to this one, so tied histories rebuild
@@ -318,7 +317,7 @@ class Problem:
         if singles:
             new_comps = list(new_comps)
             for i in bits(singles):
-                fixed |= ONE << len(new_comps)
+                fixed |= 1 << len(new_comps)
                 new_comps.append(single_costs[i][1][0])  # the item's own mask (see _evaluate)
         if done:
             new_comps = self._comps_read_later(new_comps, layer)

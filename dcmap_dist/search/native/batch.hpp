@@ -21,17 +21,22 @@
 //                       u64 count and per record i64 id, u64 length and its histories' bytes
 //   pickled messages    flag 1 only: the rest of the batch (the binding writes and reads it)
 //
+// A row's key parts are its kind's (branch.hpp's KEY_PARTS: search/keys.py's tuple after
+// the layer, in order), each an index into the dictionary of what the part is; a kind's
+// unused parts are 0.
+//
 // A worker's share of a snapshot (flag 2: the core's own, never sent to another actor's
-// search) is written in the same format: its rows are its link entries (the key; the
-// branch's cost is the entry's best cost, its link the entry's record, the rest empty) and
-// its open branches (key kind OPEN_BRANCH, no key), its dominated records and histories
-// in the tail.
+// search) is written in the same format, and read, here (BatchWriter::set_share,
+// BatchReader::share): its rows are its link entries (the key; the branch's cost is the
+// entry's best cost, its link the entry's record, the rest empty) and its open branches
+// (key kind OPEN_BRANCH, no key), its dominated records and histories in the tail.
 //
 // The CRC is the binding's (zlib's, as Python's zlib.crc32): the reader here checks every
 // count, index and value, so that a batch that passes its CRC and is still wrong (another
 // version, another network, or made to be wrong) is refused, never trusted.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -40,9 +45,12 @@
 #include <string>
 #include <vector>
 
+#include "bits.hpp"
 #include "branch.hpp"
-#include "explorer.hpp"
+#include "ids.hpp"
 #include "store.hpp"
+#include "tables.hpp"
+#include "vocabulary.hpp"
 
 namespace dcmap {
 
@@ -59,7 +67,7 @@ struct Row {  // an arrival's key and branch, as indices into the batch's dictio
     double cost, estimate, bound;
     int64_t link;
     int32_t key_layer, key_kind;
-    uint32_t parts[6];  // the key's parts (Key's a..f), by its kind; unused parts 0
+    uint32_t parts[6];  // the key's parts (KEY_PARTS of its kind), as indices; unused parts 0
     int32_t layer;
     uint32_t assigned, comps, frontier, joins, fixed;  // assigned: NONE once the layer is complete
 };
@@ -72,42 +80,43 @@ struct BatchCounts {
 
 inline int batch_width(int n) { return (n + 63) / 64; }
 
-// The batch indices given to one kind of value: a process's id -> its index in the batch.
+// The batch indices given to one kind of value: a process's id (IdT) -> its index in the batch.
+template <class IdT>
 class BatchIndex {
    public:
-    uint32_t find(Id id) const {
+    uint32_t find(IdT id) const {
         if (slots_.empty()) return NONE;
-        for (size_t at = mix64(id) & (slots_.size() - 1);; at = (at + 1) & (slots_.size() - 1)) {
+        for (size_t at = mix64(id.value()) & (slots_.size() - 1);; at = (at + 1) & (slots_.size() - 1)) {
             if (slots_[at].index == NONE) return NONE;
             if (slots_[at].id == id) return slots_[at].index;
         }
     }
-    uint32_t add(Id id) {  // an id find() did not find: its index, the next one
+    uint32_t add(IdT id) {  // an id find() did not find: its index, the next one
         if ((ids_.size() + 1) * 2 > slots_.size()) grow();
         uint32_t index = static_cast<uint32_t>(ids_.size());
         put(id, index);
         ids_.push_back(id);
         return index;
     }
-    const std::vector<Id>& ids() const { return ids_; }
+    const std::vector<IdT>& ids() const { return ids_; }
 
    private:
     struct Slot {
-        Id id;
+        IdT id;
         uint32_t index;
     };
     std::vector<Slot> slots_;
-    std::vector<Id> ids_;
+    std::vector<IdT> ids_;
 
-    void put(Id id, uint32_t index) {
-        for (size_t at = mix64(id) & (slots_.size() - 1);; at = (at + 1) & (slots_.size() - 1))
+    void put(IdT id, uint32_t index) {
+        for (size_t at = mix64(id.value()) & (slots_.size() - 1);; at = (at + 1) & (slots_.size() - 1))
             if (slots_[at].index == NONE) {
                 slots_[at] = Slot{id, index};
                 return;
             }
     }
     void grow() {
-        slots_.assign(std::max<size_t>(16, slots_.size() * 2), Slot{0, NONE});
+        slots_.assign(std::max<size_t>(16, slots_.size() * 2), Slot{IdT(0), NONE});
         for (size_t k = 0; k < ids_.size(); ++k) put(ids_[k], static_cast<uint32_t>(k));
     }
 };
@@ -143,15 +152,26 @@ class BatchWriter {
         branch_into(r, empty);
         rows_.push_back(r);
     }
-    // Makes the batch a share, with its tail (dominated records and histories).
-    void set_tail(std::string tail) {
+    // Makes the batch a share, with its tail: the dominated records, then each record's
+    // histories (record, its histories' bytes).
+    void set_share(const std::vector<int64_t>& dominated,
+                   const std::vector<std::pair<int64_t, std::string>>& histories) {
         share_ = true;
-        tail_ = std::move(tail);
+        tail_.clear();
+        auto put = [this](uint64_t v) { tail_.append(reinterpret_cast<const char*>(&v), 8); };
+        put(dominated.size());
+        for (int64_t record : dominated) put(static_cast<uint64_t>(record));
+        put(histories.size());
+        for (const auto& [record, run] : histories) {
+            put(static_cast<uint64_t>(record));
+            put(run.size());
+            tail_ += run;
+        }
     }
 
     bool pickled() const { return !coded_; }
     // the binding's message ids, in the batch's order (pickled batches)
-    const std::vector<Id>& messages() const { return messages_.ids(); }
+    const std::vector<MessageId>& messages() const { return messages_.ids(); }
     size_t rows() const { return rows_.size(); }
 
     size_t size() const {  // without the pickled messages
@@ -173,9 +193,9 @@ class BatchWriter {
                                c.mask_pool, c.item_seqs, c.item_pool, c.longs, c.long_pool};
         std::memcpy(out + 12, header, sizeof(header));
         uint8_t* at = out + BATCH_HEADER;
-        for (Id id : masks_.ids()) at = put(at, store_->mask(id).w.data(), width_);
-        for (Id id : longs_.ids()) {
-            auto words = store_->words.get(id);
+        for (MaskId id : masks_.ids()) at = put(at, store_->mask(id).w.data(), width_);
+        for (BigMaskId id : longs_.ids()) {
+            auto words = store_->bigmask(id);
             at = put(at, words.data(), words.size());
         }
         at = put(at, rows_.data(), rows_.size());
@@ -185,8 +205,8 @@ class BatchWriter {
         at = put(at, mask_pool_.data(), mask_pool_.size());
         at = put(at, item_lengths_.data(), item_lengths_.size());
         at = put(at, item_pool_.data(), item_pool_.size());
-        for (Id id : longs_.ids()) {
-            uint32_t length = static_cast<uint32_t>(store_->words.get(id).size());
+        for (BigMaskId id : longs_.ids()) {
+            uint32_t length = static_cast<uint32_t>(store_->bigmask(id).size());
             at = put(at, &length, 1);
         }
         if (share_) {
@@ -202,28 +222,32 @@ class BatchWriter {
     bool coded_;
     bool share_ = false;
     std::string tail_;
-    BatchIndex masks_, messages_, items_, mask_seqs_, item_seqs_, longs_;
+    BatchIndex<MaskId> masks_;
+    BatchIndex<MessageId> messages_;
+    BatchIndex<ItemId> items_;
+    BatchIndex<SeqId> mask_seqs_, item_seqs_;
+    BatchIndex<BigMaskId> longs_;
     std::vector<Row> rows_;
     std::vector<uint32_t> message_masks_, items_data_, mask_lengths_, mask_pool_, item_lengths_, item_pool_;
     size_t long_pool_ = 0;
 
+    // the key's parts in their order (KEY_PARTS), each into its dictionary (the order the
+    // values are first met in: search/batches.py's)
     Row key_row(const Key& k) {
         Row r{};
         r.key_layer = k.layer;
-        r.key_kind = k.kind;
-        switch (k.kind) {
-            case LEAN_DONE:
-                r.parts[0] = item_seq(k.a), r.parts[1] = mask_seq(k.b), r.parts[2] = long_mask(k.c);
-                break;
-            case LEAN_INSIDE:
-                r.parts[0] = mask(k.a), r.parts[1] = mask(k.b), r.parts[2] = mask(k.c);
-                r.parts[3] = item_seq(k.d), r.parts[4] = mask_seq(k.e), r.parts[5] = long_mask(k.f);
-                break;
-            case FULL_DONE:
-                r.parts[0] = mask_seq(k.a), r.parts[1] = item_seq(k.b);
-                break;
-            default:
-                r.parts[0] = mask(k.a), r.parts[1] = mask(k.b), r.parts[2] = mask_seq(k.c), r.parts[3] = item_seq(k.d);
+        r.key_kind = static_cast<int32_t>(k.kind());
+        const auto& parts = parts_of(k.kind());
+        for (int j = 0; j < 6; ++j) {
+            switch (parts[j]) {
+                case KeyPart::ASSIGNED:
+                case KeyPart::FIXED:
+                case KeyPart::HELD: r.parts[j] = mask(MaskId(k.word(j))); break;
+                case KeyPart::ITEMS: r.parts[j] = item_seq(SeqId(k.word(j))); break;
+                case KeyPart::MASKS: r.parts[j] = mask_seq(SeqId(k.word(j))); break;
+                case KeyPart::BLOCKED: r.parts[j] = long_mask(BigMaskId(k.word(j))); break;
+                case KeyPart::NONE: break;
+            }
         }
         return r;
     }
@@ -255,17 +279,17 @@ class BatchWriter {
         return c;
     }
 
-    uint32_t mask(Id id) {
+    uint32_t mask(MaskId id) {
         uint32_t at = masks_.find(id);
         return at != NONE ? at : masks_.add(id);
     }
-    uint32_t message(Id id) {
+    uint32_t message(MessageId id) {
         uint32_t at = messages_.find(id);
         if (at != NONE) return at;
-        if (coded_) message_masks_.push_back(mask(id));  // its mask first, as search/batches.py visits it
+        if (coded_) message_masks_.push_back(mask(message_mask(id)));  // its mask first, as search/batches.py visits it
         return messages_.add(id);
     }
-    uint32_t item(Id id) {
+    uint32_t item(ItemId id) {
         uint32_t at = items_.find(id);
         if (at != NONE) return at;
         const Item& value = store_->items[id];
@@ -275,22 +299,26 @@ class BatchWriter {
         items_data_.push_back(said);
         return items_.add(id);
     }
-    uint32_t mask_seq(Id id) { return sequence(id, mask_seqs_, mask_lengths_, mask_pool_, &BatchWriter::mask); }
-    uint32_t item_seq(Id id) { return sequence(id, item_seqs_, item_lengths_, item_pool_, &BatchWriter::item); }
-    // the index of sequence `id` in `index`: its members first (`member`)
-    uint32_t sequence(Id id, BatchIndex& index, std::vector<uint32_t>& lengths, std::vector<uint32_t>& pool,
-                      uint32_t (BatchWriter::*member)(Id)) {
+    uint32_t mask_seq(SeqId id) {
+        return sequence(id, store_->masks_of(id), mask_seqs_, mask_lengths_, mask_pool_, &BatchWriter::mask);
+    }
+    uint32_t item_seq(SeqId id) {
+        return sequence(id, store_->items_of(id), item_seqs_, item_lengths_, item_pool_, &BatchWriter::item);
+    }
+    // the index of sequence `id` (its members `seq`) in `index`: its members first (`member`)
+    template <class T>
+    uint32_t sequence(SeqId id, IdSpan<T> seq, BatchIndex<SeqId>& index, std::vector<uint32_t>& lengths,
+                      std::vector<uint32_t>& pool, uint32_t (BatchWriter::*member)(T)) {
         uint32_t at = index.find(id);
         if (at != NONE) return at;
-        auto seq = store_->seq(id);
-        for (Id m : seq) pool.push_back((this->*member)(m));
+        for (T m : seq) pool.push_back((this->*member)(m));
         lengths.push_back(static_cast<uint32_t>(seq.size()));
         return index.add(id);
     }
-    uint32_t long_mask(Id id) {
+    uint32_t long_mask(BigMaskId id) {
         uint32_t at = longs_.find(id);
         if (at != NONE) return at;
-        long_pool_ += store_->words.get(id).size();
+        long_pool_ += store_->bigmask(id).size();
         return longs_.add(id);
     }
 
@@ -357,19 +385,39 @@ class BatchReader {
     // the batch's messages (pickled batches, or codes for a store that holds them as objects),
     // or null: each message is the id of its mask in `store`.
     template <int W>
-    std::vector<Arrival> arrivals(Store<W>& store, const std::vector<Id>* message_ids) const {
+    std::vector<Arrival> arrivals(Store<W>& store, const std::vector<MessageId>* message_ids) const {
         if (share_) fail("it is a worker's share of a snapshot, not completions");
-        return rows(store, message_ids);
+        std::vector<Arrival> out;
+        rows(store, message_ids, out, nullptr);
+        return out;
     }
 
-    // A share's rows (see the top): its open branches (key kind OPEN_BRANCH) and its link
-    // entries (the branch's cost the entry's best cost, its link the entry's record).
+    // A worker's share of a snapshot (see the top), in the order of its rows and its tail.
+    struct Share {
+        std::vector<std::pair<Key, Entry>> entries;  // its link entries
+        std::vector<Branch> open;                    // its open branches
+        std::vector<int64_t> dominated;              // its dominated records
+        std::vector<std::pair<int64_t, std::string>> histories;  // (record, its histories' bytes)
+    };
     template <int W>
-    std::vector<Arrival> share_rows(Store<W>& store, const std::vector<Id>* message_ids) const {
+    Share share(Store<W>& store, const std::vector<MessageId>* message_ids) const {
         if (!share_) fail("it is a batch of completions, not a worker's share");
-        return rows(store, message_ids);
+        std::vector<Arrival> rows_read;
+        std::vector<uint8_t> open;
+        rows(store, message_ids, rows_read, &open);
+        Share out;
+        for (size_t k = 0; k < rows_read.size(); ++k) {
+            const Arrival& a = rows_read[k];
+            if (open[k])
+                out.open.push_back(a.branch);
+            else
+                out.entries.push_back({a.key, Entry{a.branch.cost, a.branch.link}});
+        }
+        share_tail(&out.dominated, &out.histories);
+        return out;
     }
 
+   private:
     // A share's dominated records and histories (record, its histories' bytes).
     void share_tail(std::vector<int64_t>* dominated, std::vector<std::pair<int64_t, std::string>>* histories) const {
         size_t at = 0;
@@ -396,14 +444,18 @@ class BatchReader {
         if (at != tail_size_) fail("its share's tail has bytes past its end");
     }
 
-   private:
+    // The rows into `out`; `open` (a share's): whether each is an open branch's (no key).
     template <int W>
-    std::vector<Arrival> rows(Store<W>& store, const std::vector<Id>* message_ids) const {
+    void rows(Store<W>& store, const std::vector<MessageId>* message_ids, std::vector<Arrival>& out,
+              std::vector<uint8_t>* open) const {
         if (message_ids && message_ids->size() != c_.messages)
             fail("the messages given are not the batch's");
         if (!message_ids && pickled_) fail("its messages are pickled, and none were given");
-        std::vector<Id> masks(c_.masks), messages(c_.messages), items(c_.items), mask_seqs(c_.mask_seqs),
-            item_seqs(c_.item_seqs), longs(c_.longs);
+        std::vector<MaskId> masks(c_.masks);
+        std::vector<MessageId> messages(c_.messages);
+        std::vector<ItemId> items(c_.items);
+        std::vector<SeqId> mask_seqs(c_.mask_seqs), item_seqs(c_.item_seqs);
+        std::vector<BigMaskId> longs(c_.longs);
         std::vector<bool> zero(c_.masks), holds_zero(c_.mask_seqs);
         const int top_bits = n_ - 64 * (static_cast<int>(width_) - 1);
         const uint64_t beyond = top_bits == 64 ? 0 : ~((uint64_t{1} << top_bits) - 1);
@@ -415,33 +467,36 @@ class BatchReader {
             masks[k] = store.mask(m);
         }
         for (uint32_t k = 0; k < c_.messages; ++k)
-            messages[k] = message_ids ? (*message_ids)[k] : masks[index(messages_, k, c_.masks, "a message")];
+            messages[k] =
+                message_ids ? (*message_ids)[k] : coded_message(masks[index(messages_, k, c_.masks, "a message")]);
         for (uint32_t k = 0; k < c_.items; ++k) {
             uint32_t members = index(items_, 2 * size_t{k}, c_.masks, "an item's mask");
             if (zero[members]) fail("a frontier cluster-layer of no nodes");
             items[k] = store.item(masks[members], messages[index(items_, 2 * size_t{k} + 1, c_.messages, "an item's message")]);
         }
-        std::vector<Id> ids;
+        std::vector<MaskId> mask_ids;
         size_t pool = 0;
         for (uint32_t k = 0; k < c_.mask_seqs; ++k) {
             uint32_t length = u32(mask_lengths_, k);
             if (length > c_.mask_pool - pool) fail("its mask sequences overrun their pool");
-            ids.clear();
+            mask_ids.clear();
             for (uint32_t j = 0; j < length; ++j) {
                 uint32_t m = index(mask_pool_, pool++, c_.masks, "a sequence's mask");
                 holds_zero[k] = holds_zero[k] || zero[m];
-                ids.push_back(masks[m]);
+                mask_ids.push_back(masks[m]);
             }
-            mask_seqs[k] = store.seq(ids);
+            mask_seqs[k] = store.seq(mask_ids);
         }
         if (pool != c_.mask_pool) fail("its mask sequences do not fill their pool");
         pool = 0;
+        std::vector<ItemId> item_ids;
         for (uint32_t k = 0; k < c_.item_seqs; ++k) {
             uint32_t length = u32(item_lengths_, k);
             if (length > c_.item_pool - pool) fail("its item sequences overrun their pool");
-            ids.clear();
-            for (uint32_t j = 0; j < length; ++j) ids.push_back(items[index(item_pool_, pool++, c_.items, "a sequence's item")]);
-            item_seqs[k] = store.seq(ids);
+            item_ids.clear();
+            for (uint32_t j = 0; j < length; ++j)
+                item_ids.push_back(items[index(item_pool_, pool++, c_.items, "a sequence's item")]);
+            item_seqs[k] = store.seq(item_ids);
         }
         if (pool != c_.item_pool) fail("its item sequences do not fill their pool");
         pool = 0;
@@ -457,7 +512,8 @@ class BatchReader {
         }
         if (pool != c_.long_pool) fail("its long masks do not fill their pool");
 
-        std::vector<Arrival> out(c_.rows);
+        out.resize(c_.rows);
+        if (open) open->assign(c_.rows, 0);
         for (uint32_t k = 0; k < c_.rows; ++k) {
             Row r;
             std::memcpy(&r, data_ + rows_ + size_t{k} * sizeof(Row), sizeof(Row));
@@ -465,44 +521,41 @@ class BatchReader {
                 fail("a branch's costs must be numbers, not nan");
             if (r.link < -1) fail("a branch's link record is negative");
             if (r.layer < 0 || r.layer > l_max_) fail("a branch's layer out of range");
-            const bool open = share_ && r.key_kind == OPEN_BRANCH;
-            if (!open && (r.key_kind < LEAN_DONE || r.key_kind > FULL_INSIDE || (r.key_kind >= FULL_DONE) != full_keys_))
-                fail("a link key of another kind than this search's");
-            Key& key = out[k].key;
-            key.layer = r.key_layer;
-            key.kind = r.key_kind;
-            const uint32_t* p = r.parts;
-            auto unused = [&](int from) {
-                for (int j = from; j < 6; ++j)
-                    if (p[j]) fail("a link key with parts its kind has not");
-            };
-            auto in = [&](const std::vector<Id>& dict, uint32_t at, const char* what) {
+            auto in = [&](const auto& dict, uint32_t at, const char* what) {
                 if (at >= dict.size()) fail(std::string(what) + " index out of range");
                 return dict[at];
             };
-            switch (r.key_kind) {
-                case OPEN_BRANCH:
-                    if (r.key_layer) fail("an open branch's row with a key");
-                    unused(0);
-                    break;
-                case LEAN_DONE:
-                    key.a = in(item_seqs, p[0], "a key's items"), key.b = in(mask_seqs, p[1], "a key's shape");
-                    key.c = in(longs, p[2], "a key's blocked pairs");
-                    unused(3);
-                    break;
-                case LEAN_INSIDE:
-                    key.a = in(masks, p[0], "a key's mask"), key.b = in(masks, p[1], "a key's mask");
-                    key.c = in(masks, p[2], "a key's mask"), key.d = in(item_seqs, p[3], "a key's items");
-                    key.e = in(mask_seqs, p[4], "a key's shape"), key.f = in(longs, p[5], "a key's blocked pairs");
-                    break;
-                case FULL_DONE:
-                    key.a = in(mask_seqs, p[0], "a key's components"), key.b = in(item_seqs, p[1], "a key's frontier");
-                    unused(2);
-                    break;
-                default:
-                    key.a = in(masks, p[0], "a key's mask"), key.b = in(masks, p[1], "a key's mask");
-                    key.c = in(mask_seqs, p[2], "a key's components"), key.d = in(item_seqs, p[3], "a key's frontier");
-                    unused(4);
+            const uint32_t* p = r.parts;
+            if (share_ && r.key_kind == OPEN_BRANCH) {
+                if (r.key_layer) fail("an open branch's row with a key");
+                for (int j = 0; j < 6; ++j)
+                    if (p[j]) fail("a link key with parts its kind has not");
+                (*open)[k] = 1;
+            } else {
+                const int32_t code = r.key_kind;
+                if (code < 0 || code > 3 || (code >= static_cast<int32_t>(KeyKind::FULL_DONE)) != full_keys_)
+                    fail("a link key of another kind than this search's");
+                const KeyKind kind = static_cast<KeyKind>(code);
+                const bool lean = kind == KeyKind::LEAN_DONE || kind == KeyKind::LEAN_INSIDE;
+                std::array<uint32_t, 6> words{};
+                for (int j = 0; j < 6; ++j) {
+                    switch (parts_of(kind)[j]) {
+                        case KeyPart::ASSIGNED:
+                        case KeyPart::FIXED:
+                        case KeyPart::HELD: words[j] = in(masks, p[j], "a key's mask").value(); break;
+                        case KeyPart::ITEMS:
+                            words[j] = in(item_seqs, p[j], lean ? "a key's items" : "a key's frontier").value();
+                            break;
+                        case KeyPart::MASKS:
+                            words[j] = in(mask_seqs, p[j], lean ? "a key's shape" : "a key's components").value();
+                            break;
+                        case KeyPart::BLOCKED: words[j] = in(longs, p[j], "a key's blocked pairs").value(); break;
+                        case KeyPart::NONE:
+                            if (p[j]) fail("a link key with parts its kind has not");
+                            break;
+                    }
+                }
+                out[k].key = Key::of_words(r.key_layer, kind, words);
             }
             Branch& b = out[k].branch;
             b.cost = r.cost, b.estimate = r.estimate, b.bound = r.bound, b.link = r.link, b.layer = r.layer;
@@ -514,7 +567,6 @@ class BatchReader {
             b.frontier = in(item_seqs, r.frontier, "a branch's frontier");
             b.fixed = in(masks, r.fixed, "a branch's fixed mask");
         }
-        return out;
     }
 
    public:

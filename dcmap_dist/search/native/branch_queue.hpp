@@ -12,16 +12,18 @@
 #include <vector>
 
 #include "branch.hpp"
-#include "tables.hpp"
+#include "ids.hpp"
 
 namespace dcmap {
 
 class BranchQueue {
    public:
+    using Slot = uint32_t;  // an index into its own arenas (NONE: none), not a store's id
+
     void push(const Branch& branch) {
-        Id slot = take(branches_, free_branches_, branch);
+        Slot slot = take(branches_, free_branches_, branch);
         QEntry entry{branch.estimate, ++seq_, slot, 2};
-        Id id = take(entries_, free_entries_, entry);
+        Slot id = take(entries_, free_entries_, entry);
         by_cost_.push_back(id);
         std::push_heap(by_cost_.begin(), by_cost_.end(), later());
         size_t layer = static_cast<size_t>(branch.layer);
@@ -38,7 +40,7 @@ class BranchQueue {
     bool pop(bool cheapest, Branch& out) {
         if (cheapest) return pop_live(by_cost_, out);
         while (lowest_ < by_layer_.size()) {
-            std::vector<Id>& heap = by_layer_[lowest_];
+            std::vector<Slot>& heap = by_layer_[lowest_];
             size_t before = heap.size();
             bool found = pop_live(heap, out);
             layer_entries_ -= before - heap.size();
@@ -53,13 +55,13 @@ class BranchQueue {
 
     // the queued branches, cheapest (g_hat, push number) first
     std::vector<Branch> branches() const {
-        std::vector<Id> live;
-        for (Id id : by_cost_)
+        std::vector<Slot> live;
+        for (Slot id : by_cost_)
             if (entries_[id].branch != NONE) live.push_back(id);
-        std::sort(live.begin(), live.end(), [this](Id a, Id b) { return before(a, b); });
+        std::sort(live.begin(), live.end(), [this](Slot a, Slot b) { return before(a, b); });
         std::vector<Branch> out;
         out.reserve(live.size());
-        for (Id id : live) out.push_back(branches_[entries_[id].branch]);
+        for (Slot id : live) out.push_back(branches_[entries_[id].branch]);
         return out;
     }
 
@@ -72,15 +74,15 @@ class BranchQueue {
 
     double least_bound() const {
         double least = std::numeric_limits<double>::infinity();
-        for (Id id : by_cost_)
+        for (Slot id : by_cost_)
             if (entries_[id].branch != NONE) least = std::min(least, branches_[entries_[id].branch].bound);
         return least;
     }
 
     size_t bytes() const {
         size_t total = branches_.capacity() * sizeof(Branch) + entries_.capacity() * sizeof(QEntry) +
-                       (by_cost_.capacity() + free_branches_.capacity() + free_entries_.capacity()) * sizeof(Id);
-        for (const auto& heap : by_layer_) total += heap.capacity() * sizeof(Id);
+                       (by_cost_.capacity() + free_branches_.capacity() + free_entries_.capacity()) * sizeof(Slot);
+        for (const auto& heap : by_layer_) total += heap.capacity() * sizeof(Slot);
         return total;
     }
 
@@ -91,52 +93,52 @@ class BranchQueue {
     struct QEntry {
         double g_hat;
         uint64_t seq;
-        Id branch;     // NONE once popped
+        Slot branch;     // NONE once popped
         uint8_t refs;  // heaps that still hold it
     };
     std::vector<Branch> branches_;
-    std::vector<Id> free_branches_;
+    std::vector<Slot> free_branches_;
     std::vector<QEntry> entries_;
-    std::vector<Id> free_entries_;
-    std::vector<Id> by_cost_;
-    std::vector<std::vector<Id>> by_layer_;
+    std::vector<Slot> free_entries_;
+    std::vector<Slot> by_cost_;
+    std::vector<std::vector<Slot>> by_layer_;
     uint64_t seq_ = 0;
     size_t size_ = 0;
     size_t layer_entries_ = 0;
     size_t lowest_ = 0;
 
     template <class T>
-    static Id take(std::vector<T>& arena, std::vector<Id>& free, const T& value) {
+    static Slot take(std::vector<T>& arena, std::vector<Slot>& free, const T& value) {
         if (!free.empty()) {
-            Id id = free.back();
+            Slot id = free.back();
             free.pop_back();
             arena[id] = value;
             return id;
         }
         arena.push_back(value);
-        return static_cast<Id>(arena.size() - 1);
+        return static_cast<Slot>(arena.size() - 1);
     }
 
-    bool before(Id a, Id b) const {
+    bool before(Slot a, Slot b) const {
         const QEntry &x = entries_[a], &y = entries_[b];
         return x.g_hat < y.g_hat || (x.g_hat == y.g_hat && x.seq < y.seq);
     }
     struct Later {  // std heaps keep the greatest on top: order them the other way
         const BranchQueue* queue;
-        bool operator()(Id a, Id b) const { return queue->before(b, a); }
+        bool operator()(Slot a, Slot b) const { return queue->before(b, a); }
     };
     Later later() const { return Later{this}; }
 
-    void release(Id id) {  // a heap let go of entry `id`
+    void release(Slot id) {  // a heap let go of entry `id`
         if (--entries_[id].refs == 0) free_entries_.push_back(id);
     }
 
-    bool pop_live(std::vector<Id>& heap, Branch& out) {
+    bool pop_live(std::vector<Slot>& heap, Branch& out) {
         while (!heap.empty()) {
             std::pop_heap(heap.begin(), heap.end(), later());
-            Id id = heap.back();
+            Slot id = heap.back();
             heap.pop_back();
-            Id slot = entries_[id].branch;
+            Slot slot = entries_[id].branch;
             entries_[id].branch = NONE;
             release(id);
             if (slot != NONE) {
@@ -150,9 +152,9 @@ class BranchQueue {
     }
 
     void compact() {
-        auto keep = [this](std::vector<Id>& heap) {
+        auto keep = [this](std::vector<Slot>& heap) {
             size_t kept = 0;
-            for (Id id : heap) {
+            for (Slot id : heap) {
                 if (entries_[id].branch != NONE)
                     heap[kept++] = id;
                 else

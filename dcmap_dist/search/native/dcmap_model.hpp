@@ -12,36 +12,19 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <optional>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "bits.hpp"
+#include "model_tables.hpp"
 #include "topology.hpp"
 
 namespace dcmap {
 
 constexpr uint64_t EXACT = uint64_t{1} << 53;  // every integer up to here is a double
-
-// What the model needs of the network, in the component's node order (which must be the
-// whole network's: the binding gives the model only to a network of one component).
-template <int W>
-struct DcmapData {
-    using Mask = Bits<W>;
-    std::vector<uint64_t> cards;   // the states a node counts (1 if observed)
-    std::vector<int> name_rank;    // by name (the canonical order's)
-    std::vector<int> eliminate_rank;  // elimination_positions' order
-    std::vector<int> naive_rank;   // (layer, elimination position): DcmapCost.naive's order
-    bool canonical = false;
-    double addition = 0.6;
-    // the bound's parts (search/bounds.py): per layer, the bound of the layers above it;
-    // per node, its own part and its absorbed part; per layer, (children there, charge)
-    // of each absorber
-    bool bounds = true;
-    std::vector<double> above, own, absorbed;
-    std::vector<std::vector<std::pair<Mask, double>>> absorbing;
-};
 
 template <int W>
 class DcmapModel {
@@ -56,7 +39,26 @@ class DcmapModel {
         Mask nodes, message;
     };
 
-    DcmapModel(const Topology<W>& topo, DcmapData<W> data) : topo_(topo), d_(std::move(data)) {
+    // The model of `tables` (model_tables.hpp), checked against the network and read once:
+    // the absorbers' children into masks.
+    DcmapModel(const Topology<W>& topo, const ModelTables& tables) : topo_(topo), d_(tables) {
+        size_t n = static_cast<size_t>(topo.n), layers = topo.layer_mask.size();
+        if (d_.cards.size() != n || d_.name_rank.size() != n || d_.eliminate_rank.size() != n ||
+            d_.naive_rank.size() != n || d_.own.size() != n || d_.absorbed.size() != n || d_.above.size() != layers ||
+            d_.absorbing_kids.size() != layers || d_.absorbing_charges.size() != layers)
+            throw std::invalid_argument("the model's tables are of the wrong sizes");
+        for (uint64_t card : d_.cards)
+            if (card < 1 || card > EXACT) throw std::invalid_argument("a node's card out of range");
+        absorbing_.resize(layers);
+        for (size_t l = 0; l < layers; ++l) {
+            const std::vector<uint64_t>& kids = d_.absorbing_kids[l];
+            if (kids.size() != d_.absorbing_charges[l].size() * W) throw std::invalid_argument("absorbers' masks");
+            for (size_t k = 0; k < d_.absorbing_charges[l].size(); ++k) {
+                Mask mask;
+                for (int j = 0; j < W; ++j) mask.w[j] = kids[k * W + j];
+                absorbing_[l].push_back({mask, d_.absorbing_charges[l][k]});
+            }
+        }
         for (int x = 0; x < topo_.n; ++x) {
             by_eliminate_.push_back(x);
             by_naive_.push_back(x);
@@ -122,7 +124,7 @@ class DcmapModel {
         return true;
     }
 
-    // LowerBound._compute at (layer, assigned (none if `done`), frontier)
+    // LowerBound.compute at (layer, assigned (none if `done`), frontier)
     bool bound(int layer, bool done, const Mask& assigned, std::span<const Item> frontier, double& out) {
         if (!d_.bounds) {
             out = 0.0;
@@ -167,7 +169,8 @@ class DcmapModel {
 
    private:
     const Topology<W>& topo_;
-    DcmapData<W> d_;
+    const ModelTables d_;
+    std::vector<std::vector<std::pair<Mask, double>>> absorbing_;  // per layer, (children there, charge) of each absorber
     std::vector<int> by_eliminate_, by_naive_;
     std::vector<std::pair<int, std::vector<size_t>>> given_;  // absorber -> its frontier items, first met first
 
@@ -235,7 +238,7 @@ class DcmapModel {
             if (first || d_.absorbed[i] > absorbed) absorbed = d_.absorbed[i];
             first = false;
         });
-        for (const auto& [kids, charge] : d_.absorbing[layer])
+        for (const auto& [kids, charge] : absorbing_[layer])
             if (kids.intersects(unplaced)) charges += charge;
         return own + charges + absorbed;
     }

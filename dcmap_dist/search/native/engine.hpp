@@ -1,7 +1,9 @@
 // The native engine's face to its binding (search/native_engine.pyx): one abstract class,
 // the same for every mask width, and make_engine() choosing the width for the network
-// (1, 2, 4 or 8 words: up to 512 nodes). Values cross as ids and plain words; branches,
-// keys and arrivals as the records of branch.hpp. Nothing here knows Python.
+// (1, 2, 4 or 8 words: up to 512 nodes). Values cross as typed ids (ids.hpp) and plain
+// words; branches, keys and arrivals as the records of branch.hpp and vocabulary.hpp; the
+// built-in model as model_tables.hpp's record. Nothing here knows Python (search/core.py
+// is the Python side of this face: docs/engine.md).
 #pragma once
 
 #include <cstdint>
@@ -13,11 +15,15 @@
 #include <vector>
 
 #include "batch.hpp"
+#include "branch.hpp"
 #include "explorer.hpp"
+#include "ids.hpp"
+#include "model_tables.hpp"
+#include "vocabulary.hpp"
 
 namespace dcmap {
 
-struct TopologyData {  // model/topology.py's tables, masks as `words` little-endian words each
+struct CoreTopology {  // model/topology.py's tables, masks as `words` little-endian words each
     int n = 0;
     int l_max = 0;
     std::vector<int> layer;
@@ -25,7 +31,7 @@ struct TopologyData {  // model/topology.py's tables, masks as `words` little-en
     std::vector<uint64_t> layer_mask, above;                        // l_max + 1 masks each
 };
 
-struct EngineOptions {
+struct CoreOptions {
     bool single_scheme = false;
     bool full_keys = false;
     bool has_estimator = false;
@@ -37,21 +43,10 @@ struct EngineOptions {
     bool notify = false;
 };
 
-struct ModelData {  // the built-in model and its bound's parts (dcmap_model.hpp's DcmapData), masks as words
-    std::vector<uint64_t> cards;
-    std::vector<int> name_rank, eliminate_rank, naive_rank;
-    bool canonical = false;
-    double addition = 0.6;
-    bool bounds = true;
-    std::vector<double> above, own, absorbed;
-    std::vector<std::vector<uint64_t>> absorbing_kids;    // per layer, the children's masks (words) of each absorber
-    std::vector<std::vector<double>> absorbing_charges;   // and its charge
-};
-
 struct OutBatch {  // one destination's batch: its bytes (CRC 0, without pickled messages) and messages
     int owner;
     std::string bytes;
-    std::vector<Id> messages;  // the binding's ids, for it to pickle after the bytes (not coded)
+    std::vector<MessageId> messages;  // the binding's ids, for it to pickle after the bytes (not coded)
     size_t rows;
 };
 
@@ -79,16 +74,18 @@ class EngineBase {
     virtual int words() const = 0;
 
     // values
-    virtual Id mask(const uint64_t* words) = 0;
-    virtual void mask_words(Id mask, uint64_t* out) const = 0;
-    virtual Id item(Id members, Id message) = 0;
-    virtual void item_of(Id item, Id* members, Id* message) const = 0;
-    virtual Id seq(const std::vector<Id>& ids) = 0;
-    virtual std::vector<Id> seq_of(Id seq) const = 0;
-    virtual Id bigmask(std::vector<uint64_t> words) = 0;
-    virtual std::vector<uint64_t> bigmask_of(Id id) const = 0;
-    virtual Id zero_mask() const = 0;
-    virtual Id empty_seq() const = 0;
+    virtual MaskId mask(const uint64_t* words) = 0;
+    virtual void mask_words(MaskId mask, uint64_t* out) const = 0;
+    virtual ItemId item(MaskId members, MessageId message) = 0;
+    virtual void item_of(ItemId item, MaskId* members, MessageId* message) const = 0;
+    virtual SeqId mask_seq(const std::vector<MaskId>& masks) = 0;
+    virtual SeqId item_seq(const std::vector<ItemId>& items) = 0;
+    virtual std::vector<MaskId> masks_of(SeqId seq) const = 0;
+    virtual std::vector<ItemId> items_of(SeqId seq) const = 0;
+    virtual BigMaskId bigmask(std::vector<uint64_t> words) = 0;
+    virtual std::vector<uint64_t> bigmask_of(BigMaskId id) const = 0;
+    virtual MaskId zero_mask() const = 0;
+    virtual SeqId empty_seq() const = 0;
 
     // counters and state
     virtual int64_t iterations() const = 0;
@@ -104,7 +101,7 @@ class EngineBase {
 
     // the search
     virtual void start(const Branch& first, const Branch& root) = 0;
-    // a Reason; -1 when a callback raised (the binding raises its exception)
+    // a Reason's code; -1 when a callback raised (the binding raises its exception)
     virtual int step(double until, int64_t max_iterations, int64_t watch_max, bool has_clock,
                      double clock_start) = 0;
     virtual bool offer(const Key& key, const Branch& branch, Branch* survivor) = 0;
@@ -125,7 +122,7 @@ class EngineBase {
     virtual std::vector<uint64_t> batch_messages(const uint8_t* data, size_t size) const = 0;
     // Settles a batch's arrivals (`message_ids`: the binding's ids of its messages, or null: coded);
     // with `settle` false, only reads them (their values interned): what reading costs.
-    virtual size_t receive_batch(const uint8_t* data, size_t size, const std::vector<Id>* message_ids,
+    virtual size_t receive_batch(const uint8_t* data, size_t size, const std::vector<MessageId>* message_ids,
                                  bool settle) = 0;
     virtual std::vector<Improvement> take_improvements() = 0;
     virtual std::vector<int64_t> take_notices() = 0;
@@ -144,14 +141,14 @@ class EngineBase {
     // This engine's share of a snapshot as one buffer (batch.hpp, a share; its CRC left 0),
     // taken between steps (what export gives: the outbox is not in it); `messages` gets
     // the binding's ids of its messages, for it to pickle after the bytes (not `coded`).
-    virtual std::string take_share(bool coded, std::vector<Id>* messages) = 0;
+    virtual std::string take_share(bool coded, std::vector<MessageId>* messages) = 0;
     // Takes over a share (what load takes: link entries and histories into its shard,
     // dominated records, open branches); its messages as for receive_batch.
-    virtual void load_share(const uint8_t* data, size_t size, const std::vector<Id>* message_ids) = 0;
+    virtual void load_share(const uint8_t* data, size_t size, const std::vector<MessageId>* message_ids) = 0;
     virtual Footprint footprint() const = 0;
     // The built-in model runs natively from now on (a network of one component only: its
     // messages are node masks, held as mask ids).
-    virtual void use_model(const ModelData& data) = 0;
+    virtual void use_model(const ModelTables& tables) = 0;
     virtual uint64_t collections() const = 0;  // of the store's sequences: ids changed each time
     virtual void collect() = 0;                 // collects the store's sequences now
 };
@@ -161,46 +158,52 @@ class Engine final : public EngineBase {
    public:
     using Mask = Bits<W>;
 
-    Engine(const TopologyData& data, const EngineOptions& o, const Oracle& oracle)
+    Engine(const CoreTopology& data, const CoreOptions& o, const Oracle& oracle)
         : x_(topology(data), o.single_scheme ? Scheme::SINGLE : Scheme::MERGE, o.full_keys, o.has_estimator, oracle,
              o.alpha, o.has_owner ? std::optional<int64_t>(o.owner) : std::nullopt, o.shard_index, o.shards,
              o.notify) {}
 
     int words() const override { return W; }
 
-    Id mask(const uint64_t* words) override {
+    MaskId mask(const uint64_t* words) override {
         Mask m;
         for (int k = 0; k < W; ++k) m.w[k] = words[k];
         return store().mask(m);
     }
-    void mask_words(Id mask, uint64_t* out) const override {
+    void mask_words(MaskId mask, uint64_t* out) const override {
         check(mask, store().masks.size());
         const Mask& m = store().mask(mask);
         for (int k = 0; k < W; ++k) out[k] = m.w[k];
     }
-    Id item(Id members, Id message) override {
+    ItemId item(MaskId members, MessageId message) override {
         check(members, store().masks.size());
         return store().item(members, message);
     }
-    void item_of(Id item, Id* members, Id* message) const override {
+    void item_of(ItemId item, MaskId* members, MessageId* message) const override {
         check(item, store().items.size());
         *members = store().items[item].members;
         *message = store().items[item].message;
     }
-    Id seq(const std::vector<Id>& ids) override { return store().seq(ids); }
-    std::vector<Id> seq_of(Id seq) const override {
+    SeqId mask_seq(const std::vector<MaskId>& masks) override { return store().seq(masks); }
+    SeqId item_seq(const std::vector<ItemId>& items) override { return store().seq(items); }
+    std::vector<MaskId> masks_of(SeqId seq) const override {
         check(seq, store().seqs.size());
-        auto s = store().seq(seq);
-        return std::vector<Id>(s.begin(), s.end());
+        IdSpan<MaskId> s = store().masks_of(seq);
+        return std::vector<MaskId>(s.begin(), s.end());
     }
-    Id bigmask(std::vector<uint64_t> words) override { return store().bigmask(words); }
-    std::vector<uint64_t> bigmask_of(Id id) const override {
+    std::vector<ItemId> items_of(SeqId seq) const override {
+        check(seq, store().seqs.size());
+        IdSpan<ItemId> s = store().items_of(seq);
+        return std::vector<ItemId>(s.begin(), s.end());
+    }
+    BigMaskId bigmask(std::vector<uint64_t> words) override { return store().bigmask(words); }
+    std::vector<uint64_t> bigmask_of(BigMaskId id) const override {
         check(id, store().words.size());
-        auto s = store().words.get(id);
+        auto s = store().bigmask(id);
         return std::vector<uint64_t>(s.begin(), s.end());
     }
-    Id zero_mask() const override { return store().zero_mask; }
-    Id empty_seq() const override { return store().empty_seq; }
+    MaskId zero_mask() const override { return store().zero_mask; }
+    SeqId empty_seq() const override { return store().empty_seq; }
 
     int64_t iterations() const override { return x_.iterations(); }
     double g_min() const override { return x_.g_min(); }
@@ -233,8 +236,8 @@ class Engine final : public EngineBase {
     }
     int step(double until, int64_t max_iterations, int64_t watch_max, bool has_clock, double clock_start) override {
         try {
-            return x_.step(until, max_iterations, watch_max,
-                           has_clock ? std::optional<double>(clock_start) : std::nullopt);
+            return static_cast<int>(x_.step(until, max_iterations, watch_max,
+                                            has_clock ? std::optional<double>(clock_start) : std::nullopt));
         } catch (const CallbackFailed&) {
             return -1;
         }
@@ -294,7 +297,7 @@ class Engine final : public EngineBase {
             std::copy_n(words.begin() + k * width, width, out.begin() + k * W);
         return out;
     }
-    size_t receive_batch(const uint8_t* data, size_t size, const std::vector<Id>* message_ids,
+    size_t receive_batch(const uint8_t* data, size_t size, const std::vector<MessageId>* message_ids,
                          bool settle) override {
         std::vector<Arrival> arrivals = reader(data, size).arrivals(store(), message_ids);
         if (settle) receive(arrivals);
@@ -322,7 +325,7 @@ class Engine final : public EngineBase {
         if (!x_.has_shard()) return out;
         const LinkShard<W>& shard = *x_.shard();
         out.reserve(shard.size());
-        for (Id id = 0; id < shard.size(); ++id) out.push_back({shard.key(id), shard.entry(id)});
+        for (size_t at = 0; at < shard.size(); ++at) out.push_back({shard.key(at), shard.entry(at)});
         return out;
     }
     std::vector<int64_t> history_ids() override {
@@ -339,76 +342,30 @@ class Engine final : public EngineBase {
         return true;
     }
     std::vector<int64_t> dominated_records() const override { return x_.dominated().records(); }
-    std::string take_share(bool coded, std::vector<Id>* messages) override {
+    std::string take_share(bool coded, std::vector<MessageId>* messages) override {
         BatchWriter<W> writer(store(), x_.problem.topo.n, coded);
         for (const auto& [key, entry] : entries()) writer.add_entry(key, entry);
         for (const Branch& b : x_.open_branches()) writer.add_open(b);
-        std::string tail;
-        auto put = [&tail](uint64_t v) { tail.append(reinterpret_cast<const char*>(&v), 8); };
-        std::vector<int64_t> dominated = dominated_records();
-        put(dominated.size());
-        for (int64_t record : dominated) put(static_cast<uint64_t>(record));
-        std::vector<int64_t> records = history_ids();
-        put(records.size());
-        std::string run;
-        for (int64_t record : records) {
-            if (!histories(record, &run)) throw std::logic_error("a record's histories went missing");
-            put(static_cast<uint64_t>(record));
-            put(run.size());
-            tail += run;
+        std::vector<std::pair<int64_t, std::string>> runs;
+        for (int64_t record : history_ids()) {
+            runs.emplace_back(record, std::string());
+            if (!histories(record, &runs.back().second)) throw std::logic_error("a record's histories went missing");
         }
-        writer.set_tail(std::move(tail));
+        writer.set_share(dominated_records(), runs);
         std::string out(writer.size(), '\0');
         writer.write(reinterpret_cast<uint8_t*>(out.data()));
         *messages = writer.messages();
         return out;
     }
-    void load_share(const uint8_t* data, size_t size, const std::vector<Id>* message_ids) override {
-        BatchReader r = reader(data, size);
-        std::vector<Arrival> rows = r.share_rows(store(), message_ids);
-        std::vector<int64_t> dominated;
-        std::vector<std::pair<int64_t, std::string>> histories;
-        r.share_tail(&dominated, &histories);
-        for (const Arrival& a : rows)
-            if (a.key.kind != OPEN_BRANCH) load_entry(a.key, a.branch.cost, a.branch.link);
-        for (const auto& [record, run] : histories) load_histories(record, run);
-        for (int64_t record : dominated) add_dominated(record);
-        for (const Arrival& a : rows)
-            if (a.key.kind == OPEN_BRANCH) adopt(a.branch);
+    void load_share(const uint8_t* data, size_t size, const std::vector<MessageId>* message_ids) override {
+        BatchReader::Share share = reader(data, size).share(store(), message_ids);
+        for (const auto& [key, entry] : share.entries) load_entry(key, entry.best, entry.record);
+        for (const auto& [record, run] : share.histories) load_histories(record, run);
+        for (int64_t record : share.dominated) add_dominated(record);
+        for (const Branch& b : share.open) adopt(b);
     }
     uint64_t collections() const override { return x_.collections(); }
-    void use_model(const ModelData& m) override {
-        const Topology<W>& topo = x_.problem.topo;
-        size_t n = static_cast<size_t>(topo.n), layers = topo.layer_mask.size();
-        if (m.cards.size() != n || m.name_rank.size() != n || m.eliminate_rank.size() != n ||
-            m.naive_rank.size() != n || m.own.size() != n || m.absorbed.size() != n || m.above.size() != layers ||
-            m.absorbing_kids.size() != layers || m.absorbing_charges.size() != layers)
-            throw std::invalid_argument("the model's tables are of the wrong sizes");
-        for (uint64_t card : m.cards)
-            if (card < 1 || card > EXACT) throw std::invalid_argument("a node's card out of range");
-        DcmapData<W> d;
-        d.cards = m.cards;
-        d.name_rank = m.name_rank;
-        d.eliminate_rank = m.eliminate_rank;
-        d.naive_rank = m.naive_rank;
-        d.canonical = m.canonical;
-        d.addition = m.addition;
-        d.bounds = m.bounds;
-        d.above = m.above;
-        d.own = m.own;
-        d.absorbed = m.absorbed;
-        d.absorbing.resize(layers);
-        for (size_t l = 0; l < layers; ++l) {
-            const std::vector<uint64_t>& kids = m.absorbing_kids[l];
-            if (kids.size() != m.absorbing_charges[l].size() * W) throw std::invalid_argument("absorbers' masks");
-            for (size_t k = 0; k < m.absorbing_charges[l].size(); ++k) {
-                Mask mask;
-                for (int j = 0; j < W; ++j) mask.w[j] = kids[k * W + j];
-                d.absorbing[l].push_back({mask, m.absorbing_charges[l][k]});
-            }
-        }
-        x_.problem.use_model(std::move(d));
-    }
+    void use_model(const ModelTables& tables) override { x_.problem.use_model(tables); }
     void collect() override { x_.collect(); }
     Footprint footprint() const override {
         const Explorer<W>& x = x_;
@@ -449,8 +406,9 @@ class Engine final : public EngineBase {
         return BatchReader(data, size, x_.problem.topo.n, x_.problem.topo.l_max, x_.keys.full());
     }
 
-    static void check(Id id, size_t size) {
-        if (id >= size) throw std::out_of_range("an id the engine never gave");
+    template <class IdT>
+    static void check(IdT id, size_t size) {
+        if (id.value() >= size) throw std::out_of_range("an id the engine never gave");
     }
     // a branch made by the binding from Python values: every id its engine's, its layer in range
     void check_branch(const Branch& b) const {
@@ -462,7 +420,7 @@ class Engine final : public EngineBase {
         check(b.joins, store().seqs.size());
     }
 
-    static Topology<W> topology(const TopologyData& d) {
+    static Topology<W> topology(const CoreTopology& d) {
         if (d.n < 1 || d.n > 64 * W) throw std::invalid_argument("the network does not fit the engine's masks");
         size_t n = static_cast<size_t>(d.n), layers = static_cast<size_t>(d.l_max) + 1;
         if (d.l_max < 0 || d.layer.size() != n || d.parents.size() != n * W || d.children.size() != n * W ||
@@ -491,7 +449,7 @@ class Engine final : public EngineBase {
 };
 
 // The engine for a network of `n` nodes: the narrowest masks that hold it (up to 512 nodes).
-inline std::unique_ptr<EngineBase> make_engine(const TopologyData& data, const EngineOptions& options,
+inline std::unique_ptr<EngineBase> make_engine(const CoreTopology& data, const CoreOptions& options,
                                                const Oracle& oracle) {
     if (data.n <= 64) return std::make_unique<Engine<1>>(data, options, oracle);
     if (data.n <= 128) return std::make_unique<Engine<2>>(data, options, oracle);

@@ -19,42 +19,21 @@
 
 #include "branch.hpp"
 #include "branch_queue.hpp"
+#include "ids.hpp"
 #include "keys.hpp"
 #include "link_table.hpp"
 #include "mt19937.hpp"
 #include "problem.hpp"
+#include "tolerance.hpp"
+#include "vocabulary.hpp"
 
 namespace dcmap {
-
-// why a step ended (the Python engine's StepEnd and StopReason)
-enum Reason : int {
-    GOING = 0,
-    IDLE = 1,
-    BUDGET = 2,
-    MAX_ITERATIONS = 3,
-    TIME_LIMIT = 4,
-    MEMORY_LIMIT = 5,
-    INTERRUPTED = 6,
-};
 
 inline double monotonic_seconds() {  // time.perf_counter() on Linux
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
-
-struct Improvement {
-    int64_t iteration;
-    double seconds;
-    double cost;
-    int64_t link;  // the trail's record (NO_LINK: the root)
-    Id joins;      // and its join masks (a sequence)
-};
-
-struct Arrival {  // a completion on its way to the owner of its key
-    Key key;
-    Branch branch;
-};
 
 // search/worklog.py's WorkLog: each expansion's cost, bound and last link record; each
 // record dominated here, and whether an arrival from another actor dominated it
@@ -79,7 +58,8 @@ class Explorer {
 
     Explorer(Topology<W> topology, Scheme scheme, bool full_keys, bool has_estimator, const Oracle& oracle,
              double alpha, std::optional<int64_t> owner, int shard_index, int shards, bool notify)
-        : problem(std::move(topology), scheme, has_estimator, oracle), keys(problem, full_keys), alpha_(alpha),
+        : problem(std::move(topology), scheme, has_estimator, oracle),
+          keys(problem.store, problem.topo, problem.facts, full_keys), alpha_(alpha),
           shard_index_(shard_index), shards_(shards), notify_(notify) {
         if (owner) shard_ = std::make_unique<LinkShard<W>>(*owner);
     }
@@ -115,8 +95,8 @@ class Explorer {
     // search/explorer.py's offer: the branch linked if it goes on
     std::optional<Branch> offer(const Key& key, const Branch& branch) {
         if (!shard_) throw std::logic_error("offer on an explorer without a shard of the link table");
-        std::vector<Id>& joins = joins_;
-        auto held = problem.store.seq(branch.joins);
+        std::vector<MaskId>& joins = joins_;
+        IdSpan<MaskId> held = problem.store.masks_of(branch.joins);
         joins.assign(held.begin(), held.end());
         typename LinkShard<W>::Decision d;
         {
@@ -152,7 +132,7 @@ class Explorer {
     }
     void adopt(const Branch& branch) { queue_.push(branch); }
 
-    void improve(double cost, int64_t link, Id joins) {
+    void improve(double cost, int64_t link, SeqId joins) {
         if (!within(g_min_, cost)) {
             g_min_ = cost;
             improvements_.push_back(Improvement{stamp(), seconds(), cost, link, joins});
@@ -167,25 +147,25 @@ class Explorer {
     // -- the loop -------------------------------------------------------------------
     // until: a time.perf_counter() deadline (NaN: none); max_iterations: this explorer's
     // own count it may reach (-1: none); watch_max: the stopwatch's iteration limit (-1: none)
-    int step(double until, int64_t max_iterations, int64_t watch_max, std::optional<double> clock_start) {
+    Reason step(double until, int64_t max_iterations, int64_t watch_max, std::optional<double> clock_start) {
         clock_start_ = clock_start;
         std::vector<Branch>& children = children_;
         std::vector<Branch>& survivors = survivors_;
         while (true) {
             if (problem.store.seqs.size() >= next_collection_) collect();
-            if (max_iterations >= 0 && iterations_ >= max_iterations) return MAX_ITERATIONS;
-            if (watch_max >= 0 && iterations_ >= watch_max) return MAX_ITERATIONS;
+            if (max_iterations >= 0 && iterations_ >= max_iterations) return Reason::MAX_ITERATIONS;
+            if (watch_max >= 0 && iterations_ >= watch_max) return Reason::MAX_ITERATIONS;
             if (turns_++ % 128 == 0) {
-                int reason = problem.resources();
-                if (reason) return reason;
+                Reason reason = problem.resources();
+                if (reason != Reason::GOING) return reason;
             }
-            if (!std::isnan(until) && monotonic_seconds() >= until) return BUDGET;
+            if (!std::isnan(until) && monotonic_seconds() >= until) return Reason::BUDGET;
             Branch branch;
             if (active_) {
                 branch = *active_;
                 active_.reset();
             } else if (!queue_.pop(rng.random() < alpha_, branch)) {
-                return IDLE;
+                return Reason::IDLE;
             }
             if (dominated_.contains(branch.link) || !within(branch.bound, g_min_)) continue;
             ++iterations_;
@@ -194,7 +174,7 @@ class Explorer {
             } catch (const Interrupted& stop) {
                 --iterations_;
                 queue_.push(branch);  // not expanded: it still stands for its mappings
-                return stop.reason;
+                return static_cast<Reason>(stop.reason);
             }
             if (log_) {
                 log_->costs.push_back(branch.cost);
@@ -283,11 +263,11 @@ class Explorer {
     void collect() {
         Store<W>& s = problem.store;
         std::vector<uint8_t> live(s.seqs.size(), 0);
-        each_held_sequence([&](Id& seq) { live[seq] = 1; });
+        each_held_sequence([&](SeqId& seq) { live[seq.value()] = 1; });
         if (shard_) shard_->mark(live);
         problem.mark(live);
-        std::vector<Id> renumbered = s.seqs.compact(live);
-        each_held_sequence([&](Id& seq) { seq = renumbered[seq]; });
+        std::vector<SeqId> renumbered = s.seqs.compact(live);
+        each_held_sequence([&](SeqId& seq) { seq = renumbered[seq.value()]; });
         if (shard_) shard_->renumber(renumbered);
         problem.renumber(renumbered);
         sent_.clear();  // a filter only: what it forgets is sent again, and refused there
@@ -318,7 +298,7 @@ class Explorer {
     std::unordered_map<Key, double, KeyHash> sent_;
     std::unordered_map<int64_t, std::array<int64_t, 4>> gates_;
     std::vector<Branch> children_, survivors_;
-    std::vector<Id> joins_;
+    std::vector<MaskId> joins_;
     std::unique_ptr<WorkLog> log_;
     bool arriving_ = false;
 

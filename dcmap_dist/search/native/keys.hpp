@@ -11,8 +11,11 @@
 
 #include "bits.hpp"
 #include "branch.hpp"
-#include "problem.hpp"
+#include "facts.hpp"
+#include "ids.hpp"
 #include "python_hash.hpp"
+#include "store.hpp"
+#include "topology.hpp"
 
 namespace dcmap {
 
@@ -21,61 +24,48 @@ class LinkKeys {
    public:
     using Mask = Bits<W>;
 
-    LinkKeys(Problem<W>& problem, bool full) : p_(problem), full_(full) {
-        Store<W>& s = p_.store;
-        final_key.layer = p_.topo.l_max;
-        final_key.kind = full ? FULL_DONE : LEAN_DONE;
-        final_key.a = s.empty_seq;
-        final_key.b = s.empty_seq;
-        final_key.c = full ? 0 : s.zero_words;
-    }
+    // what it reads: the store (where it interns a key's parts), the network, and the
+    // node-set facts of the components
+    LinkKeys(Store<W>& store, const Topology<W>& topo, NodeSetFacts<W>& facts, bool full)
+        : store_(store), topo_(topo), facts_(facts), full_(full),
+          final_key(full ? Key::full_done(topo.l_max, store.empty_seq, store.empty_seq)
+                         : Key::lean_done(topo.l_max, store.empty_seq, store.empty_seq, store.zero_words)) {}
 
-    Key final_key;
     bool full() const { return full_; }
 
     Key of(const Branch& b) {
-        Store<W>& s = p_.store;
-        const Topology<W>& topo = p_.topo;
+        Store<W>& s = store_;
+        const Topology<W>& topo = topo_;
         const int layer = b.layer;
         Mask fixed;  // bit i: comps[i] is fixed at this layer
         Mask rest;
-        std::vector<Id>& comps = comps_;
-        std::vector<Id>& frontier = frontier_;
+        std::vector<MaskId>& comps = comps_;
+        std::vector<ItemId>& frontier = frontier_;
         Mask assigned;
         if (b.layer_done()) {
             rest = topo.above[layer];
-            comps.assign(s.seq(b.comps).begin(), s.seq(b.comps).end());
-            frontier.assign(s.seq(b.frontier).begin(), s.seq(b.frontier).end());
+            IdSpan<MaskId> all_comps = s.masks_of(b.comps);
+            IdSpan<ItemId> all_items = s.items_of(b.frontier);
+            comps.assign(all_comps.begin(), all_comps.end());
+            frontier.assign(all_items.begin(), all_items.end());
         } else {
             assigned = s.mask(b.assigned);
             rest = topo.above[layer] | topo.layer_mask[layer].minus(assigned);
             Mask branch_fixed = s.mask(b.fixed);
             comps.clear();
-            auto all = s.seq(b.comps);
+            IdSpan<MaskId> all = s.masks_of(b.comps);
             for (size_t j = 0; j < all.size(); ++j)
-                if (p_.facts.parents_of(all[j]).intersects(rest)) {
+                if (facts_.parents_of(all[j]).intersects(rest)) {
                     if (branch_fixed.test(static_cast<int>(j))) fixed.set(static_cast<int>(comps.size()));
                     comps.push_back(all[j]);
                 }
             frontier.clear();
-            for (Id item : s.seq(b.frontier))
-                if (p_.facts.parents_of(s.items[item].members).intersects(rest)) frontier.push_back(item);
+            for (ItemId item : s.items_of(b.frontier))
+                if (facts_.parents_of(s.items[item].members).intersects(rest)) frontier.push_back(item);
         }
-        Key key;
-        key.layer = layer;
         if (full_) {
-            if (b.layer_done()) {
-                key.kind = FULL_DONE;
-                key.a = b.comps;
-                key.b = b.frontier;
-            } else {
-                key.kind = FULL_INSIDE;
-                key.a = b.assigned;
-                key.b = s.mask(fixed);
-                key.c = s.seq(comps);
-                key.d = s.seq(frontier);
-            }
-            return key;
+            if (b.layer_done()) return Key::full_done(layer, b.comps, b.frontier);
+            return Key::full_inside(layer, b.assigned, s.mask(fixed), s.seq(comps), s.seq(frontier));
         }
         // the parts: per component, its frontier items and their union, sorted by first item
         parts_.clear();
@@ -84,7 +74,7 @@ class LinkKeys {
             Part part;
             part.members = s.mask(comps[index]);
             part.begin = items_.size();
-            for (Id item : frontier) {
+            for (ItemId item : frontier) {
                 const Mask& m = s.item_mask(item);
                 if (m.intersects(part.members)) {
                     items_.push_back(item);
@@ -94,7 +84,7 @@ class LinkKeys {
             part.end = items_.size();
             if (part.begin == part.end) throw std::logic_error("a component without a frontier cluster-layer");
             part.first = s.item_mask(items_[part.begin]);
-            part.closure = &p_.facts.closure(comps[index]);
+            part.closure = &facts_.closure(comps[index]);
             part.fixed = fixed.test(static_cast<int>(index));
             parts_.push_back(part);
         }
@@ -121,15 +111,9 @@ class LinkKeys {
             shape_.push_back(s.mask(parts_[i].union_));
             shape_.push_back(s.mask(outside_[i] & reach));
         }
-        Id shape = s.seq(shape_);
-        Id blocked = s.bigmask(blocked_);
-        if (b.layer_done()) {
-            key.kind = LEAN_DONE;
-            key.a = b.frontier;
-            key.b = shape;
-            key.c = blocked;
-            return key;
-        }
+        SeqId shape = s.seq(shape_);
+        BigMaskId blocked = s.bigmask(blocked_);
+        if (b.layer_done()) return Key::lean_done(layer, b.frontier, shape, blocked);
         grouped_.clear();
         Mask sorted_fixed, held;
         for (size_t i = 0; i < count; ++i) {
@@ -139,46 +123,34 @@ class LinkKeys {
                 if (parts_[i].closure->layers.test(layer)) held.set(static_cast<int>(i));
             }
         }
-        key.kind = LEAN_INSIDE;
-        key.a = b.assigned;
-        key.b = s.mask(sorted_fixed);
-        key.c = s.mask(held);
-        key.d = s.seq(grouped_);
-        key.e = shape;
-        key.f = blocked;
-        return key;
+        return Key::lean_inside(layer, b.assigned, s.mask(sorted_fixed), s.mask(held), s.seq(grouped_), shape,
+                                blocked);
     }
 
     // search/linking.py's route: hash((head, blocked, *masks, *item masks)) % shards
     int route(const Key& key, int shards) const {
         if (shards == 1) return 0;
-        const Store<W>& s = p_.store;
+        const Store<W>& s = store_;
         PythonTupleHash h;
-        auto mask_hash = [&](Id mask) { return python_int_hash(s.mask(mask).w.data(), W); };
-        if (key.kind == LEAN_DONE || key.kind == FULL_DONE) {
+        auto mask_hash = [&](MaskId mask) { return python_int_hash(s.mask(mask).w.data(), W); };
+        if (key.done()) {
             h.add(python_int_hash(key.layer));
         } else {
             PythonTupleHash head;
             head.add(python_int_hash(key.layer));
-            head.add(mask_hash(key.a));
-            head.add(mask_hash(key.b));
-            if (key.kind == LEAN_INSIDE) head.add(mask_hash(key.c));
+            head.add(mask_hash(key.assigned()));
+            head.add(mask_hash(key.fixed()));
+            if (key.lean()) head.add(mask_hash(key.held()));
             h.add(head.finish());
         }
-        Id masks, items;
-        if (key.kind == LEAN_DONE || key.kind == LEAN_INSIDE) {
-            Id blocked = key.kind == LEAN_DONE ? key.c : key.f;
-            auto words = s.words.get(blocked);
+        if (key.lean()) {
+            auto words = s.bigmask(key.blocked());
             h.add(python_int_hash(words.data(), words.size()));
-            masks = key.kind == LEAN_DONE ? key.b : key.e;
-            items = key.kind == LEAN_DONE ? key.a : key.d;
         } else {
             h.add(0);
-            masks = key.kind == FULL_DONE ? key.a : key.c;
-            items = key.kind == FULL_DONE ? key.b : key.d;
         }
-        for (Id m : s.seq(masks)) h.add(mask_hash(m));
-        for (Id item : s.seq(items)) h.add(mask_hash(s.items[item].members));
+        for (MaskId m : s.masks_of(key.masks())) h.add(mask_hash(m));
+        for (ItemId item : s.items_of(key.items())) h.add(mask_hash(s.items[item].members));
         return python_mod(h.finish(), shards);
     }
 
@@ -191,19 +163,27 @@ class LinkKeys {
         const Closure<W>* closure = nullptr;
         bool fixed = false;
     };
-    Problem<W>& p_;
+    Store<W>& store_;
+    const Topology<W>& topo_;
+    NodeSetFacts<W>& facts_;
     bool full_;
-    std::unordered_map<Id, Mask> reach_;  // unplaced nodes -> their descendants
-    std::vector<Id> comps_, frontier_, items_, shape_, grouped_;
+
+   public:
+    Key final_key;  // the key of a complete mapping (declared after what it is made of)
+
+   private:
+    std::unordered_map<MaskId, Mask> reach_;  // unplaced nodes -> their descendants
+    std::vector<MaskId> comps_, shape_;
+    std::vector<ItemId> frontier_, items_, grouped_;
     std::vector<Part> parts_;
     std::vector<Mask> outside_;
     std::vector<uint64_t> blocked_;
 
     Mask reach_of(const Mask& rest) {
-        Id id = p_.store.mask(rest);
+        MaskId id = store_.mask(rest);
         auto found = reach_.find(id);
         if (found != reach_.end()) return found->second;
-        Mask reach = p_.topo.union_of(p_.topo.desc, rest);
+        Mask reach = topo_.union_of(topo_.desc, rest);
         reach_.emplace(id, reach);
         return reach;
     }

@@ -12,8 +12,10 @@
 #include "bits.hpp"
 #include "branch.hpp"
 #include "histories.hpp"
-#include "problem.hpp"
+#include "ids.hpp"
+#include "store.hpp"
 #include "tables.hpp"
+#include "tolerance.hpp"
 
 namespace dcmap {
 
@@ -31,7 +33,7 @@ class LinkShard {
     };
 
     // an arrival at `key` of cost `cost` whose trail is (`link`, masks `joins`), at `iteration`
-    Decision settle(const Key& key, double cost, int64_t link, std::span<const Id> joins, uint64_t iteration,
+    Decision settle(const Key& key, double cost, int64_t link, std::span<const MaskId> joins, uint64_t iteration,
                     const Store<W>& store) {
         Entry* entry = entries_.find(key);
         int64_t dominated = -1;
@@ -57,20 +59,20 @@ class LinkShard {
 
     const Entry* find(const Key& key) const { return entries_.find(key); }
     void mark(std::vector<uint8_t>& live) const {
-        for (Id id = 0; id < entries_.size(); ++id) {
-            Key k = entries_.key(id);
-            each_sequence(k, [&](Id& seq) { live[seq] = 1; });
+        for (size_t at = 0; at < entries_.size(); ++at) {
+            Key k = entries_.key(at);
+            each_sequence(k, [&](SeqId& seq) { live[seq.value()] = 1; });
         }
     }
-    void renumber(const std::vector<Id>& renumbered) {
+    void renumber(const std::vector<SeqId>& renumbered) {
         entries_.rewrite_keys([&](Key k) {
-            each_sequence(k, [&](Id& seq) { seq = renumbered[seq]; });
+            each_sequence(k, [&](SeqId& seq) { seq = renumbered[seq.value()]; });
             return k;
         });
     }
     size_t size() const { return entries_.size(); }
-    const Key& key(Id id) const { return entries_.key(id); }
-    const Entry& entry(Id id) const { return entries_.value(id); }
+    const Key& key(size_t at) const { return entries_.key(at); }  // in order of first arrival
+    const Entry& entry(size_t at) const { return entries_.value(at); }
     HistoryTable& histories() { return histories_; }
     const HistoryTable& histories() const { return histories_; }
     size_t bytes() const { return entries_.bytes() + histories_.bytes(); }
@@ -82,9 +84,9 @@ class LinkShard {
     HistoryTable histories_;
     HistoryWriter writer_;
 
-    const std::string& history(uint64_t iteration, int64_t link, std::span<const Id> joins, const Store<W>& store) {
+    const std::string& history(uint64_t iteration, int64_t link, std::span<const MaskId> joins, const Store<W>& store) {
         writer_.begin(iteration, link);
-        for (Id mask : joins) writer_.join(store.mask(mask).w.data(), W);
+        for (MaskId mask : joins) writer_.join(store.mask(mask).w.data(), W);
         return writer_.finish();
     }
 };

@@ -18,17 +18,17 @@
 #include "bits.hpp"
 #include "branch.hpp"
 #include "dcmap_model.hpp"
+#include "facts.hpp"
+#include "ids.hpp"
+#include "model_tables.hpp"
 #include "oracle.hpp"
 #include "store.hpp"
 #include "tables.hpp"
+#include "tolerance.hpp"
 #include "topology.hpp"
+#include "vocabulary.hpp"
 
 namespace dcmap {
-
-constexpr double TOLERANCE = 1e-9;
-
-// search/tolerance.py's within: cost <= bound up to SPEC section 3's relative tolerance
-inline bool within(double cost, double bound) { return cost <= bound + TOLERANCE * (bound < 0 ? -bound : bound); }
 
 enum class Scheme { MERGE, SINGLE };
 
@@ -50,21 +50,21 @@ class Problem {
     NodeSetFacts<W> facts;
 
     // The built-in model, natively (its messages are then node masks, held as mask ids).
-    void use_model(DcmapData<W> data) { model_ = std::make_unique<DcmapModel<W>>(topo, std::move(data)); }
+    void use_model(const ModelTables& tables) { model_ = std::make_unique<DcmapModel<W>>(topo, tables); }
     bool has_model() const { return model_ != nullptr; }
 
     // Counts a step of a long inner loop; every 128, the limits (search/limits.py's
     // Stopwatch.check_within): Interrupted once one is reached.
     void check_within() {
         if (++inner_ % 128 == 0) {
-            int reason = resources();
-            if (reason) throw Interrupted(reason);
+            Reason reason = resources();
+            if (reason != Reason::GOING) throw Interrupted(static_cast<int>(reason));
         }
     }
-    int resources() {
+    Reason resources() {
         int reason = 0;
         if (oracle_.resources(oracle_.context, &reason) != 0) throw CallbackFailed();
-        return reason;
+        return static_cast<Reason>(reason);
     }
 
     // search/problem.py's next_proposal
@@ -73,7 +73,7 @@ class Problem {
         Mask free = topo.layer_mask[b.layer].minus(store.mask(b.assigned));
         Mask fixed = store.mask(b.fixed);
         int best = -1, best_size = 0, best_count = 0;
-        auto comps = store.seq(b.comps);
+        IdSpan<MaskId> comps = store.masks_of(b.comps);
         for (size_t idx = 0; idx < comps.size(); ++idx) {
             if (fixed.test(static_cast<int>(idx))) continue;
             int count = (facts.parents_of(comps[idx]) & free).count();
@@ -96,11 +96,13 @@ class Problem {
         Expansion& x = x_;
         x.layer = b.layer;
         x.frontier_id = b.frontier;
-        x.comps.assign(store.seq(b.comps).begin(), store.seq(b.comps).end());
-        x.frontier.assign(store.seq(b.frontier).begin(), store.seq(b.frontier).end());
+        IdSpan<MaskId> comps = store.masks_of(b.comps);
+        IdSpan<ItemId> frontier = store.items_of(b.frontier);
+        x.comps.assign(comps.begin(), comps.end());
+        x.frontier.assign(frontier.begin(), frontier.end());
         x.free = topo.layer_mask[b.layer].minus(store.mask(b.assigned));
         x.below.clear();
-        for (Id item : x.frontier)
+        for (ItemId item : x.frontier)
             if (topo.layer_of_mask(store.item_mask(item)) < b.layer) x.below.push_back(item);
         Mask fixed = store.mask(b.fixed);
         x.unfixed.clear();
@@ -117,11 +119,11 @@ class Problem {
 
     // The frontiers the bound memo's keys hold: marked live in a collection, then renumbered.
     void mark(std::vector<uint8_t>& live) const {
-        for (Id id = 0; id < bounds_.size(); ++id) live[bounds_.key(id).frontier] = 1;
+        for (size_t at = 0; at < bounds_.size(); ++at) live[bounds_.key(at).frontier.value()] = 1;
     }
-    void renumber(const std::vector<Id>& renumbered) {
+    void renumber(const std::vector<SeqId>& renumbered) {
         bounds_.rewrite_keys([&](BoundKey k) {
-            k.frontier = renumbered[k.frontier];
+            k.frontier = renumbered[k.frontier.value()];
             return k;
         });
         frontier_steps_.clear();  // keyed by sequence ids
@@ -138,19 +140,20 @@ class Problem {
     static constexpr int FRONTIER_STEP_ITEMS = 4;  // a child's frontier from its parent's is cached up to this
     struct CostValue {
         double cost;
-        Id item;
+        ItemId item;
     };
+    using CostKeyId = TypedId<CostValue>;  // a cost memo key's: its value's index
     struct BoundKey {  // (layer, assigned, frontier): assigned none when the layer is complete
         int32_t layer = 0;
         int32_t done = 0;
         Mask assigned;
-        Id frontier = NONE;
+        SeqId frontier = SeqId::none();
         bool operator==(const BoundKey& o) const {
             return layer == o.layer && done == o.done && frontier == o.frontier && assigned == o.assigned;
         }
         uint64_t hash() const {
             return mix64((static_cast<uint64_t>(static_cast<uint32_t>(layer)) << 33) ^ (static_cast<uint64_t>(done) << 32) ^
-                         frontier) ^ assigned.hash();
+                         frontier.value()) ^ assigned.hash();
         }
     };
     struct RestKey {  // the nodes left: the estimate memo's key
@@ -161,30 +164,30 @@ class Problem {
     // a child's frontier from its parent's: (parent frontier, layer, complete or not, the
     // items added: the joined cluster-layer's, then each single's)
     struct FrontierStep {
-        Id parent = NONE;
+        SeqId parent = SeqId::none();
         int32_t layer = 0;
         uint32_t done_and_count = 0;  // bit 31: the layer is complete; the rest: how many items added
-        std::array<Id, FRONTIER_STEP_ITEMS> added{};
+        std::array<ItemId, FRONTIER_STEP_ITEMS> added{};
         bool operator==(const FrontierStep& o) const {
             return parent == o.parent && layer == o.layer && done_and_count == o.done_and_count && added == o.added;
         }
         uint64_t hash() const {
-            uint64_t h = mix64((static_cast<uint64_t>(parent) << 32) ^ static_cast<uint32_t>(layer) ^
+            uint64_t h = mix64((static_cast<uint64_t>(parent.value()) << 32) ^ static_cast<uint32_t>(layer) ^
                                (static_cast<uint64_t>(done_and_count) << 40));
-            for (Id a : added) h = mix64(h ^ a);
+            for (ItemId a : added) h = mix64(h ^ a.value());
             return h;
         }
     };
     // a new cluster-layer's cost and item in an expansion (its frontier and layer fix what it reads)
     struct LayerStep {
-        Id frontier = NONE;
+        SeqId frontier = SeqId::none();
         int32_t layer = 0;
         Mask nodes, cluster;
         bool operator==(const LayerStep& o) const {
             return frontier == o.frontier && layer == o.layer && nodes == o.nodes && cluster == o.cluster;
         }
         uint64_t hash() const {
-            return mix64((static_cast<uint64_t>(frontier) << 32) ^ static_cast<uint32_t>(layer)) ^ nodes.hash() ^
+            return mix64((static_cast<uint64_t>(frontier.value()) << 32) ^ static_cast<uint32_t>(layer)) ^ nodes.hash() ^
                    (cluster.hash() * 3);
         }
     };
@@ -193,8 +196,9 @@ class Problem {
     // per-expansion memos `single_costs` and `reach`), kept to be reused
     struct Expansion {
         int layer = 0;
-        Id frontier_id = NONE;  // the parent's frontier
-        std::vector<Id> comps, frontier, below, added;
+        SeqId frontier_id = SeqId::none();  // the parent's frontier
+        std::vector<MaskId> comps;
+        std::vector<ItemId> frontier, below, added;
         Mask free;
         std::vector<std::pair<int, Mask>> unfixed;  // (index, parents) of each unfixed component
         std::vector<std::pair<int, CostValue>> singles_known;
@@ -202,12 +206,14 @@ class Problem {
         std::vector<std::pair<Mask, Mask>> found;  // the combinations (joined, merged)
         std::vector<int> open_idx;
         std::vector<const Closure<W>*> known;  // by component index
-        std::vector<Id> scratch, new_comps, kept;
+        std::vector<ItemId> scratch;
+        std::vector<MaskId> new_comps, kept;
+        std::vector<uint32_t> cost_key;
         std::vector<uint64_t> child_masks, item_masks;
         std::vector<uint32_t> child_messages, item_messages;
     };
 
-    DirectCache<FrontierStep, Id, 16> frontier_steps_;
+    DirectCache<FrontierStep, SeqId, 16> frontier_steps_;
     DirectCache<LayerStep, CostValue, 16> layer_steps_;
     std::unique_ptr<DcmapModel<W>> model_;
     std::vector<typename DcmapModel<W>::Child> model_children_;
@@ -217,7 +223,7 @@ class Problem {
     Oracle oracle_;
     Expansion x_;
     uint64_t inner_ = 0;
-    SeqInterner<Id> cost_keys_;  // (nodes mask, same mask, child item, ...)
+    SeqInterner<uint32_t, CostKeyId> cost_keys_;  // (nodes mask, same mask, child item, ...) as raw words
     std::vector<CostValue> cost_values_;
     FlatMap<BoundKey, double> bounds_;
     FlatMap<RestKey, double> estimates_;  // the nodes left -> the model's estimate
@@ -226,7 +232,7 @@ class Problem {
     void combinations(int proposal, const Mask& fixed) {
         Expansion& x = x_;
         x.found.clear();
-        Id members = x.comps[proposal];
+        MaskId members = x.comps[proposal];
         if (scheme_ == Scheme::SINGLE) {
             single_combos(proposal, members);
             return;
@@ -243,7 +249,7 @@ class Problem {
              facts.parents_of(members) & x.free, Mask{}, Mask{}, Mask::bit(proposal));
     }
 
-    void single_combos(int proposal, Id members) {
+    void single_combos(int proposal, MaskId members) {
         Expansion& x = x_;
         const Closure<W> c = facts.closure(members);
         Mask up = c.ancestors, down = c.descendants;
@@ -311,7 +317,7 @@ class Problem {
                 cand_comps ^= bit;
                 banned_comps |= bit;
                 int j = bit.lowest();
-                Id m = x.comps[j];
+                MaskId m = x.comps[j];
                 const Closure<W>& k = *x.known[j];
                 if (k.touch.intersects(union_) || k.layers.intersects(layers_used)) continue;
                 Mask new_nodes = (facts.parents_of(m) & x.free).minus(joined | cand_nodes | banned_nodes);
@@ -329,7 +335,7 @@ class Problem {
         Expansion& x = x_;
         const int layer = b.layer;
         double cost = b.cost;
-        std::vector<Id>& added = x.added;
+        std::vector<ItemId>& added = x.added;
         added.clear();
         Mask union_;
         if (joined.any()) {
@@ -348,13 +354,13 @@ class Problem {
         });
         Mask assigned = store.mask(b.assigned) | joined | singles;
         const bool done = assigned == topo.layer_mask[layer];
-        Id frontier_id = child_frontier(layer, done, added);
+        SeqId frontier_id = child_frontier(layer, done, added);
         double bound = cost + bound_of(layer, done, assigned, frontier_id);
         if (!within(bound, g_min)) return false;
-        Id assigned_id = done ? LAYER_DONE : store.mask(assigned);
-        Id joins = b.joins;
+        MaskId assigned_id = done ? LAYER_DONE : store.mask(assigned);
+        SeqId joins = b.joins;
         Mask fixed;
-        std::vector<Id>& comps = x.new_comps;
+        std::vector<MaskId>& comps = x.new_comps;
         comps.clear();
         if (joined.any()) {
             for (size_t j = 0; j < x.comps.size(); ++j)
@@ -369,7 +375,7 @@ class Problem {
             Mask kids = facts.children_of(store.mask(joined));
             merged.each([&](int j) { anchors |= (store.mask(x.comps[j]) & kids).lowest_bit(); });
             if (anchors.many()) {
-                auto before = store.seq(b.joins);
+                IdSpan<MaskId> before = store.masks_of(b.joins);
                 x.kept.assign(before.begin(), before.end());
                 x.kept.push_back(store.mask(anchors));
                 joins = store.seq(x.kept);
@@ -402,7 +408,7 @@ class Problem {
 
     // the child's frontier: the parent's with the items `added`, kept for later when the
     // layer is complete (search/problem.py's _apply)
-    Id child_frontier(int layer, bool done, const std::vector<Id>& added) {
+    SeqId child_frontier(int layer, bool done, const std::vector<ItemId>& added) {
         Expansion& x = x_;
         FrontierStep step;
         bool cached = added.size() <= FRONTIER_STEP_ITEMS;
@@ -411,13 +417,13 @@ class Problem {
             step.layer = layer;
             step.done_and_count = (done ? 0x80000000u : 0u) | static_cast<uint32_t>(added.size());
             std::copy(added.begin(), added.end(), step.added.begin());
-            if (const Id* known = frontier_steps_.find(step)) return *known;
+            if (const SeqId* known = frontier_steps_.find(step)) return *known;
         }
-        std::vector<Id>& frontier = x.scratch;
+        std::vector<ItemId>& frontier = x.scratch;
         frontier.assign(x.frontier.begin(), x.frontier.end());
         frontier.insert(frontier.end(), added.begin(), added.end());
         if (done) read_later(frontier, layer);
-        Id id = store.seq(frontier);
+        SeqId id = store.seq(frontier);
         if (cached) frontier_steps_.put(step, id);
         return id;
     }
@@ -453,33 +459,33 @@ class Problem {
     }
 
     // new_cluster_layer's value, from the cost memo (or the Oracle on a miss)
-    CostValue priced(const Mask& nodes, Id nodes_id, const Mask& cluster) {
+    CostValue priced(const Mask& nodes, MaskId nodes_id, const Mask& cluster) {
         Expansion& x = x_;
         Mask kids = facts.children_of(nodes_id);
         Mask same;
-        std::vector<Id>& key = x.kept;
-        key.assign({nodes_id, 0});
-        for (Id item : x.below) {
+        std::vector<uint32_t>& key = x.cost_key;  // (nodes mask id, same mask id, child item ids)
+        key.assign({nodes_id.value(), 0});
+        for (ItemId item : x.below) {
             const Mask& m = store.item_mask(item);
             if (m.intersects(kids)) {
-                key.push_back(item);
+                key.push_back(item.value());
                 same |= m & cluster;
             }
         }
-        key[1] = store.mask(same);
-        Id id = cost_keys_.intern(key);
-        if (id < cost_values_.size()) return cost_values_[id];
+        key[1] = store.mask(same).value();
+        CostKeyId id = cost_keys_.intern(std::span<const uint32_t>(key));
+        if (id.value() < cost_values_.size()) return cost_values_[id.value()];
         if (model_) {  // a miss: the built-in model prices it natively, if its counts stay exact
             model_children_.clear();
             for (size_t k = 2; k < key.size(); ++k) {
-                const Item& item = store.items[key[k]];
+                const Item& item = store.items[ItemId(key[k])];
                 const Mask& m = store.mask(item.members);
-                model_children_.push_back({m, store.mask(item.message), m.intersects(same)});
+                model_children_.push_back({m, store.mask(message_mask(item.message)), m.intersects(same)});
             }
             double cost = 0.0;
             Mask message;
             if (model_->evaluate(nodes, model_children_, cost, message) && cost > 0) {
-                CostValue value{cost, store.item(nodes_id, store.mask(message))};
+                CostValue value{cost, store.item(nodes_id, coded_message(store.mask(message)))};
                 cost_values_.push_back(value);
                 return value;
             }
@@ -489,34 +495,35 @@ class Problem {
         x.child_masks.resize(children * W);
         x.child_messages.resize(children);
         for (size_t k = 0; k < children; ++k) {
-            const Item& item = store.items[key[2 + k]];
+            const Item& item = store.items[ItemId(key[2 + k])];
             const Mask& m = store.mask(item.members);
             std::copy(m.w.begin(), m.w.end(), x.child_masks.begin() + k * W);
-            x.child_messages[k] = item.message;
+            x.child_messages[k] = item.message.value();
         }
-        Mask same_mask = store.mask(key[1]);
+        Mask same_mask = store.mask(MaskId(key[1]));
         double cost = 0.0;
         uint32_t message = 0;
         int answer = oracle_.cost(oracle_.context, nodes.w.data(), same_mask.w.data(), x.child_masks.data(),
                                   x.child_messages.data(), children, &cost, &message);
         if (answer > 0) throw Interrupted(answer);  // a limit reached after a slow call (Oracle)
         if (answer != 0) throw CallbackFailed();
-        CostValue value{cost, store.item(nodes_id, message)};
+        CostValue value{cost, store.item(nodes_id, MessageId(message))};
         cost_values_.push_back(value);
         return value;
     }
 
-    double bound_of(int layer, bool done, const Mask& assigned, Id frontier) {
+    double bound_of(int layer, bool done, const Mask& assigned, SeqId frontier) {
         BoundKey key;
         key.layer = layer;
         key.done = done;
         if (!done) key.assigned = assigned;
         key.frontier = frontier;
         if (const double* known = bounds_.find(key)) return *known;
-        auto items = store.seq(frontier);
+        IdSpan<ItemId> items = store.items_of(frontier);
         if (model_) {
             model_items_.clear();
-            for (Id k : items) model_items_.push_back({store.item_mask(k), store.mask(store.items[k].message)});
+            for (ItemId k : items)
+                model_items_.push_back({store.item_mask(k), store.mask(message_mask(store.items[k].message))});
             double value = 0.0;
             if (model_->bound(layer, done, key.assigned, model_items_, value)) {
                 bounds_.at(key, value) = value;
@@ -530,7 +537,7 @@ class Problem {
             const Item& item = store.items[items[k]];
             const Mask& m = store.mask(item.members);
             std::copy(m.w.begin(), m.w.end(), x.item_masks.begin() + k * W);
-            x.item_messages[k] = item.message;
+            x.item_messages[k] = item.message.value();
         }
         double value = 0.0;
         if (oracle_.bound(oracle_.context, layer, done ? nullptr : key.assigned.w.data(), x.item_masks.data(),
@@ -552,24 +559,24 @@ class Problem {
     }
 
     // search/problem.py's _read_later: the items with a parent above `layer`, by mask
-    void read_later(std::vector<Id>& items, int layer) {
+    void read_later(std::vector<ItemId>& items, int layer) {
         const Mask above = topo.above[layer];
         size_t kept = 0;
-        for (Id item : items)
+        for (ItemId item : items)
             if (facts.parents_of(store.items[item].members).intersects(above)) items[kept++] = item;
         items.resize(kept);
         std::sort(items.begin(), items.end(),
-                  [&](Id a, Id b) { return store.item_mask(a) < store.item_mask(b); });
+                  [&](ItemId a, ItemId b) { return store.item_mask(a) < store.item_mask(b); });
     }
 
     // search/problem.py's _comps_read_later: the components with a parent above `layer`, sorted
-    void comps_read_later(std::vector<Id>& comps, int layer) {
+    void comps_read_later(std::vector<MaskId>& comps, int layer) {
         const Mask above = topo.above[layer];
         size_t kept = 0;
-        for (Id m : comps)
+        for (MaskId m : comps)
             if (facts.parents_of(m).intersects(above)) comps[kept++] = m;
         comps.resize(kept);
-        std::sort(comps.begin(), comps.end(), [&](Id a, Id b) { return store.mask(a) < store.mask(b); });
+        std::sort(comps.begin(), comps.end(), [&](MaskId a, MaskId b) { return store.mask(a) < store.mask(b); });
     }
 };
 

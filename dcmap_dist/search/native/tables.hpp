@@ -1,11 +1,13 @@
 // Open-addressing hash tables over dense ids (the Swiss-table idea without its SIMD
-// groups: a flat array of slots, linear probing, a byte of the hash kept beside each id
+// groups: a flat array of slots, linear probing, 32 bits of the hash kept beside each id
 // so that most probes compare no value). Values live in vectors indexed by id; a slot
 // holds id + 1 (0: empty) and never moves on its own, so ids are stable for ever.
 //
-// Interner<T>: one id per distinct value (ids 0, 1, 2, ... in order of first use).
-// SeqInterner<E>: one id per distinct sequence of E, kept in one arena.
-// FlatMap<K, V>: a map whose keys are interned; values by the key's id.
+// Interner<T, IdT>: one id per distinct value (ids 0, 1, 2, ... in order of first use).
+// SeqInterner<E, IdT>: one id per distinct sequence of E (raw words), kept in one arena.
+// FlatMap<K, V>: a map whose keys are interned; values by the key's position.
+// The tables hand out ids of the type IdT (ids.hpp), so that one kind's id cannot be
+// asked of another kind's table.
 #pragma once
 
 #include <algorithm>
@@ -16,10 +18,9 @@
 #include <stdexcept>
 #include <vector>
 
-namespace dcmap {
+#include "ids.hpp"
 
-using Id = uint32_t;
-constexpr Id NONE = 0xFFFFFFFFu;
+namespace dcmap {
 
 inline uint64_t mix64(uint64_t h) {
     h ^= h >> 33;
@@ -38,7 +39,7 @@ class SlotIndex {
     SlotIndex() { slots_.assign(16, Slot{0, 0}); }
 
     template <class Same>
-    Id find(uint64_t hash, Same&& same) const {
+    uint32_t find(uint64_t hash, Same&& same) const {
         size_t mask = slots_.size() - 1;
         uint32_t check = static_cast<uint32_t>(hash >> 32);
         for (size_t at = hash & mask;; at = (at + 1) & mask) {
@@ -49,22 +50,23 @@ class SlotIndex {
     }
 
     // Places id `next` (the next id, its value's hash `hash`) for a value find() did not find.
-    void place(uint64_t hash, Id next) {
+    void place(uint64_t hash, uint32_t next) {
         hashes_.push_back(hash);
         if (hashes_.size() * 8 > slots_.size() * 7) grow();
         put(hash, next);
     }
 
     size_t size() const { return hashes_.size(); }
-    // Keeps the ids `renumbered` gives a new id (ascending, as compact() numbers them),
+    // Keeps the ids `kept` says (their new ids ascending, as compact() numbers them),
     // under their new ids, in place.
-    void keep(const std::vector<Id>& renumbered) {
+    template <class Kept>
+    void keep(Kept&& kept_id) {
         size_t kept = 0;
         for (size_t id = 0; id < hashes_.size(); ++id)
-            if (renumbered[id] != NONE) hashes_[kept++] = hashes_[id];
+            if (kept_id(id)) hashes_[kept++] = hashes_[id];
         hashes_.resize(kept);
         std::fill(slots_.begin(), slots_.end(), Slot{0, 0});
-        for (size_t id = 0; id < kept; ++id) put(hashes_[id], static_cast<Id>(id));
+        for (size_t id = 0; id < kept; ++id) put(hashes_[id], static_cast<uint32_t>(id));
     }
     size_t bytes() const { return slots_.capacity() * sizeof(Slot) + hashes_.capacity() * sizeof(uint64_t); }
     void clear() {
@@ -81,7 +83,7 @@ class SlotIndex {
     std::vector<Slot> slots_;
     std::vector<uint64_t> hashes_;  // by id
 
-    void put(uint64_t hash, Id id) {
+    void put(uint64_t hash, uint32_t id) {
         size_t mask = slots_.size() - 1;
         size_t at = hash & mask;
         while (slots_[at].held != 0) at = (at + 1) & mask;
@@ -89,36 +91,36 @@ class SlotIndex {
     }
     void grow() {
         slots_.assign(slots_.size() * 2, Slot{0, 0});
-        for (size_t id = 0; id + 1 < hashes_.size(); ++id) put(hashes_[id], static_cast<Id>(id));
+        for (size_t id = 0; id + 1 < hashes_.size(); ++id) put(hashes_[id], static_cast<uint32_t>(id));
     }
 };
 
-// One id per distinct value of T (T has hash() and ==).
-template <class T>
+// One id (of type IdT) per distinct value of T (T has hash() and ==).
+template <class T, class IdT>
 class Interner {
    public:
     Interner() = default;
     Interner(const Interner&) = delete;
     Interner& operator=(const Interner&) = delete;
 
-    Id intern(const T& value) {
+    IdT intern(const T& value) {
         uint64_t h = mix64(value.hash());
-        Id found = index_.find(h, [&](Id id) { return values_[id] == value; });
-        if (found != NONE) return found;
+        uint32_t found = index_.find(h, [&](uint32_t id) { return values_[id] == value; });
+        if (found != NONE) return IdT(found);
         if (values_.size() >= NONE - 1) throw std::length_error("too many distinct values for 32-bit ids");
-        Id id = static_cast<Id>(values_.size());
+        uint32_t id = static_cast<uint32_t>(values_.size());
         values_.push_back(value);
         index_.place(h, id);
-        return id;
+        return IdT(id);
     }
-    Id find(const T& value) const {
-        return index_.find(mix64(value.hash()), [&](Id id) { return values_[id] == value; });
+    IdT find(const T& value) const {  // none() if not interned
+        return IdT(index_.find(mix64(value.hash()), [&](uint32_t id) { return values_[id] == value; }));
     }
     void swap(Interner& other) {
         values_.swap(other.values_);
         std::swap(index_, other.index_);
     }
-    const T& operator[](Id id) const { return values_[id]; }
+    const T& operator[](IdT id) const { return values_[id.value()]; }
     size_t size() const { return values_.size(); }
     size_t bytes() const { return values_.capacity() * sizeof(T) + index_.bytes(); }
 
@@ -127,50 +129,56 @@ class Interner {
     SlotIndex index_;
 };
 
-// One id per distinct sequence of E (E an unsigned integer type).
-template <class E>
+// One id (of type IdT) per distinct sequence of E (an unsigned integer type): a sequence
+// is given as E or as ids whose raw word is an E (ids.hpp), and read back as E.
+template <class E, class IdT>
 class SeqInterner {
    public:
     SeqInterner() { starts_.push_back(0); }
     SeqInterner(const SeqInterner&) = delete;
     SeqInterner& operator=(const SeqInterner&) = delete;
 
-    Id intern(std::span<const E> seq) {
+    template <class T>
+    IdT intern(std::span<const T> seq) {
+        static_assert(sizeof(T) == sizeof(E) && std::is_trivially_copyable_v<T>, "a sequence of E's words");
         uint64_t h = hash(seq);
-        Id found = index_.find(h, [&](Id id) { return same(get(id), seq); });
-        if (found != NONE) return found;
+        uint32_t found = index_.find(h, [&](uint32_t id) { return same(get(IdT(id)), seq); });
+        if (found != NONE) return IdT(found);
         if (starts_.size() >= NONE - 1) throw std::length_error("too many distinct sequences for 32-bit ids");
-        Id id = static_cast<Id>(starts_.size() - 1);
-        arena_.insert(arena_.end(), seq.begin(), seq.end());
+        uint32_t id = static_cast<uint32_t>(starts_.size() - 1);
+        size_t at = arena_.size();
+        arena_.resize(at + seq.size());
+        if (!seq.empty()) std::memcpy(arena_.data() + at, seq.data(), seq.size() * sizeof(E));
         starts_.push_back(arena_.size());
         index_.place(h, id);
-        return id;
+        return IdT(id);
     }
-    std::span<const E> get(Id id) const {
-        return std::span<const E>(arena_.data() + starts_[id], starts_[id + 1] - starts_[id]);
+    std::span<const E> get(IdT id) const {
+        const uint32_t k = id.value();
+        return std::span<const E>(arena_.data() + starts_[k], starts_[k + 1] - starts_[k]);
     }
     size_t size() const { return starts_.size() - 1; }
 
     // Keeps only the sequences `live` marks (by id), renumbered in their order; returns
-    // each old id's new one (NONE: dropped). Every holder of an id must then be renumbered.
+    // each old id's new one (none(): dropped). Every holder of an id must then be renumbered.
     // In place: a kept sequence only moves towards the front, so nothing is copied aside
     // (a copy would double the store, the largest structure, past a memory limit).
-    std::vector<Id> compact(const std::vector<uint8_t>& live) {
-        std::vector<Id> renumbered(size(), NONE);
-        Id kept = 0;
+    std::vector<IdT> compact(const std::vector<uint8_t>& live) {
+        std::vector<IdT> renumbered(size(), IdT::none());
+        uint32_t kept = 0;
         size_t end = 0;  // of the kept sequences' elements
-        for (Id id = 0; id < size(); ++id) {
+        for (uint32_t id = 0; id < size(); ++id) {
             if (id >= live.size() || !live[id]) continue;
             size_t from = starts_[id], length = starts_[id + 1] - from;
             if (length) std::memmove(arena_.data() + end, arena_.data() + from, length * sizeof(E));
             starts_[kept] = end;  // kept <= id: starts_[id + 1] and later are still unread
             end += length;
-            renumbered[id] = kept++;
+            renumbered[id] = IdT(kept++);
         }
         starts_[kept] = end;
         starts_.resize(kept + 1);
         arena_.resize(end);
-        index_.keep(renumbered);
+        index_.keep([&](size_t id) { return !renumbered[id].is_none(); });
         return renumbered;
     }
     size_t bytes() const {
@@ -182,58 +190,63 @@ class SeqInterner {
     std::vector<uint64_t> starts_;
     SlotIndex index_;
 
-    static uint64_t hash(std::span<const E> seq) {
+    template <class T>
+    static uint64_t hash(std::span<const T> seq) {
         uint64_t h = 0x243F6A8885A308D3ull ^ (seq.size() * 0xD6E8FEB86659FD93ull);
-        for (E e : seq) {
-            h = (h ^ static_cast<uint64_t>(e)) * 0x9E3779B97F4A7C15ull;
+        for (T e : seq) {
+            h = (h ^ static_cast<uint64_t>(raw(e))) * 0x9E3779B97F4A7C15ull;
             h ^= h >> 29;
         }
         return mix64(h);
     }
-    static bool same(std::span<const E> a, std::span<const E> b) {
+    template <class T>
+    static bool same(std::span<const E> a, std::span<const T> b) {  // word for word
         return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(E)) == 0);
     }
 };
 
-// A map whose keys (K: hash() and ==) are interned: the key's id indexes the value.
+// A map whose keys (K: hash() and ==) are interned: the key's position (0, 1, 2, ... in
+// order of first use) indexes the value.
 template <class K, class V>
 class FlatMap {
    public:
     V* find(const K& key) {
-        Id id = keys_.find(key);
-        return id == NONE ? nullptr : &values_[id];
+        Position at = keys_.find(key);
+        return at.is_none() ? nullptr : &values_[at.value()];
     }
     const V* find(const K& key) const {
-        Id id = keys_.find(key);
-        return id == NONE ? nullptr : &values_[id];
+        Position at = keys_.find(key);
+        return at.is_none() ? nullptr : &values_[at.value()];
     }
     // the value of `key`, made with `fallback` if it has none
     V& at(const K& key, const V& fallback) {
-        Id id = keys_.intern(key);
-        if (id == values_.size()) values_.push_back(fallback);
-        return values_[id];
+        Position at = keys_.intern(key);
+        if (at.value() == values_.size()) values_.push_back(fallback);
+        return values_[at.value()];
     }
     size_t size() const { return values_.size(); }
-    const K& key(Id id) const { return keys_[id]; }
+    const K& key(size_t position) const { return keys_[Position(static_cast<uint32_t>(position))]; }
     // Every key rewritten by `rewrite` (which must keep distinct keys distinct), in order.
     template <class Rewrite>
     void rewrite_keys(Rewrite&& rewrite) {
-        Interner<K> keys;
-        for (Id id = 0; id < values_.size(); ++id)
-            if (keys.intern(rewrite(keys_[id])) != id) throw std::logic_error("two keys rewritten into one");
+        Interner<K, Position> keys;
+        for (uint32_t at = 0; at < values_.size(); ++at)
+            if (keys.intern(rewrite(keys_[Position(at)])) != Position(at))
+                throw std::logic_error("two keys rewritten into one");
         keys_.swap(keys);
     }
     void clear() {
-        Interner<K> keys;
+        Interner<K, Position> keys;
         keys_.swap(keys);
         values_.clear();
     }
-    V& value(Id id) { return values_[id]; }
-    const V& value(Id id) const { return values_[id]; }
+    V& value(size_t position) { return values_[position]; }
+    const V& value(size_t position) const { return values_[position]; }
     size_t bytes() const { return keys_.bytes() + values_.capacity() * sizeof(V); }
 
    private:
-    Interner<K> keys_;
+    using Position = TypedId<FlatMap>;
+    Interner<K, Position> keys_;
     std::vector<V> values_;
 };
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.network import Network
-from ..model.topology import added, layer_nodes, layers, scientific
+from ..model.topology import added, layers, scientific
 from .base import ChildClusterLayer, CostContext, CostError, child_order
 
 __all__ = ["ELIMINATION_ORDERS", "DcmapCost"]
@@ -162,14 +162,14 @@ class DcmapCost:
         ``min(a, 1) (prod - sum)``, over the cards of two or more states of ``y``'s
         parents (the product) and of its parents in ``P`` (the sum); there is one absorber
         in every layer of ``y``'s parents, and the parents in the layer just above are
-        either in separate absorbers or together, and then the first elimination of their
-        cluster-layer multiplies the others in (``_grouping_excess``): the least over
-        the ways to group them."""
+        either in separate absorbers or together, and then each of their eliminations
+        multiplies the later ones in (``_grouping_excess``): the least over the ways to
+        group them."""
         _check_range(graph, self.addition)
         layer = layers(graph)
         weight = min(self.addition, 1.0)
-        by_layer = layer_nodes(graph)
         cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in graph.nodes}
+        position = elimination_positions(graph, self.order)
         bounds = {}
         for y in graph.nodes:
             product = math.prod(c for p in graph.parents[y] if (c := graph.card(p)) >= 2)
@@ -185,12 +185,37 @@ class DcmapCost:
             total = 0.0
             for l, parents in parents_by_layer.items():
                 if l == layer[y] + 1 and len(parents) <= MOST_GROUPED_PARENTS:
-                    total += min(added(left(g) + _grouping_excess(graph, g, by_layer[l], cpt) for g in groups)
+                    total += min(added(left(g) + _grouping_excess(graph, g, position, cpt) for g in groups)
                                  for groups in _set_partitions(parents))
                 else:  # at least one absorber, holding some of them
                     total += left(parents)
             if total > 0:
                 bounds[y] = total
+        return bounds
+
+    def additive_absorbed_lower_bounds(self, graph: Network) -> dict[str, tuple[float, tuple[str, ...]]]:
+        """For each node ``y`` with a parent of two states or more: what absorbing the message
+        of the cluster-layer that holds ``y`` costs, at least, beyond the other bounds, in a
+        form that adds up over nodes, and the parents that make it add up (the parents of
+        two states or more). For a set ``A`` of nodes of one layer in which every node has
+        such a parent that is no parent of another node of ``A``, the absorptions of the
+        cluster-layers holding ``A`` leave at least the sum over ``A`` (proof in
+        docs/cost-model.md): ``w (prod - sum)`` for every layer that holds parents of ``y``,
+        the product over ``y``'s parents and the sum over its parents there, as in
+        :meth:`absorbed_lower_bounds` without the groupings."""
+        _check_range(graph, self.addition)
+        layer = layers(graph)
+        weight = min(self.addition, 1.0)
+        bounds = {}
+        for y in graph.nodes:
+            parents = tuple(p for p in graph.parents[y] if graph.card(p) >= 2)
+            if not parents:
+                continue
+            product = math.prod(graph.card(p) for p in parents)
+            by_layer: dict[int, int] = {}  # every layer of y's parents holds an absorber
+            for p in graph.parents[y]:
+                by_layer[layer[p]] = by_layer.get(layer[p], 0) + (c if (c := graph.card(p)) >= 2 else 0)
+            bounds[y] = (added(_weighted(weight, product - total) for total in by_layer.values()), parents)
         return bounds
 
     def absorption_lower_bound(self, graph: Network, absorber: str,
@@ -244,38 +269,47 @@ class DcmapCost:
             least[subset] = best
         return least[-1]
 
-    def grouping_lower_bound(self, graph: Network, nodes: frozenset[str], message: frozenset[str],
-                             parents: tuple[str, ...], layer_nodes: frozenset[str]) -> float:
+    def grouping_trade_offs(self, graph: Network, nodes: frozenset[str], message: frozenset[str],
+                            parents: tuple[str, ...], layer_nodes: frozenset[str]) -> tuple[tuple[float, float], ...]:
         """What the cluster-layers of the next layer to build pay, beyond the other parts
         of the bound, for holding ``parents``: two or more unplaced parents of the placed
         cluster-layer ``nodes`` (message ``message``), all in that layer, whose unplaced
-        nodes are ``layer_nodes``. Parents apart: each cluster-layer that holds some of
-        them, but not the first (``parents[0]``, whose absorption ``absorption_lower_bound``
-        charges), absorbs the message again. Parents together: the cluster-layer's first elimination
-        finds them all in its scope (``_grouping_excess``). The least over the ways to
-        group them (proof in docs/cost-model.md)."""
+        nodes are ``layer_nodes``, as ``(excess, absorptions)`` pairs over the ways to group
+        them. Parents apart: each cluster-layer that holds some of them, but not the first
+        (``parents[0]``, whose absorption ``absorption_lower_bound`` charges), absorbs the
+        message again (``absorptions``). Parents together: each of their eliminations finds
+        the later ones in its scope (``_grouping_excess``: ``excess``, which the groupings
+        of other placed cluster-layers may share). The pairs no other grouping beats in
+        both, by excess (the first is 0: all apart). Proof in docs/cost-model.md."""
         if len(parents) > MOST_GROUPED_PARENTS:
-            return 0.0
+            return ((0.0, 0.0),)
         add = self.addition
         size = _size(graph, message)
         most = _size(graph, message - nodes)
         first = parents[0]
-        cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in layer_nodes}
+        cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in parents}
+        position = elimination_positions(graph, self.order)
 
-        def part(group: list[str]) -> float:
-            """A further absorption of the message by the cluster-layer holding ``group``,
-            unless it holds ``first``, and the excess of its first elimination."""
-            excess = _grouping_excess(graph, group, layer_nodes, cpt)
+        def part(group: list[str]) -> tuple[float, float]:
+            """The excess of the eliminations of ``group`` in the cluster-layer holding it,
+            and its further absorption of the message unless it holds ``first``."""
+            excess = _grouping_excess(graph, group, position, cpt)
             if first in group:
-                return excess
+                return excess, 0.0
             near = set(group).union(*(graph.parents[x] for x in group))
-            return excess + _least_absorption(add, size, _size(graph, message & near), most)
+            return excess, _least_absorption(add, size, _size(graph, message & near), most)
 
         parts = {}  # each group's part, computed once (a group is in many groupings)
         for count in range(1, len(parents) + 1):
             for group in itertools.combinations(parents, count):
                 parts[group] = part(list(group))
-        return min(added(parts[tuple(group)] for group in groups) for groups in _set_partitions(list(parents)))
+        pairs = sorted((added(parts[tuple(g)][0] for g in groups), added(parts[tuple(g)][1] for g in groups))
+                       for groups in _set_partitions(list(parents)))
+        front = [pairs[0]]
+        for excess, absorptions in pairs:
+            if absorptions < front[-1][1]:
+                front.append((excess, absorptions))
+        return tuple(front)
 
 
 def _least_absorption(add: float, size: int, kept_least: int, kept_most: int) -> float:
@@ -285,17 +319,14 @@ def _least_absorption(add: float, size: int, kept_least: int, kept_most: int) ->
     return min(_weighted(add, size - m) + _as_float(m) for m in (kept_least, kept_most))
 
 
-def _grouping_excess(graph: Network, group: list[str], others: Iterable[str], cpt: dict[str, int]) -> float:
-    """What the first elimination of a cluster-layer holding the nodes ``group`` (of one
-    layer, all parents of one child cluster-layer, so all in its running scope) costs
-    beyond that node's CPT: ``cpt(x) (|group - x| - 1)`` if it eliminates ``x`` of the
-    group first, ``cpt(x) (|group| - 1)`` if another node ``x`` of the layer."""
-    if len(group) < 2:
-        return 0.0
-    inside = [cpt[x] * (_size(graph, [z for z in group if z != x]) - 1) for x in group]
-    whole = _size(graph, group)
-    outside = [cpt[x] * (whole - 1) for x in others if x not in group]
-    return _as_float(min(inside + outside))
+def _grouping_excess(graph: Network, group: list[str], position: dict[str, tuple[int, int | str]],
+                     cpt: dict[str, int]) -> float:
+    """What eliminating the nodes ``group`` (of one layer, all parents of one child
+    cluster-layer, so all in the running scope of the cluster-layer that holds them from
+    its start) costs beyond their CPTs: each node, eliminated in the order ``position``
+    gives, still finds the group's later nodes in the scope, ``cpt(z) (|later| - 1)``."""
+    ordered = sorted(group, key=position.__getitem__)
+    return _as_float(sum(cpt[z] * (_size(graph, ordered[j + 1:]) - 1) for j, z in enumerate(ordered)))
 
 
 def _set_partitions(items: list[str]) -> Iterator[list[list[str]]]:

@@ -119,7 +119,9 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         vector[int] name_rank, eliminate_rank, naive_rank
         cbool canonical, bounds
         double addition
-        vector[double] above, own, absorbed
+        vector[double] above, own, absorbed, additive
+        vector[uint64_t] spread
+        size_t most_added
         vector[vector[uint64_t]] absorbing_kids
         vector[vector[double]] absorbing_charges
 
@@ -381,6 +383,9 @@ cdef class NativeEngine:
         for absorbers in tables.absorbing:
             out.absorbing_kids.push_back(self._words_of([mask for mask, _ in absorbers]))
             out.absorbing_charges.push_back([charge for _, charge in absorbers])
+        out.additive = list(tables.additive)
+        out.spread = self._words_of(tables.spread)
+        out.most_added = tables.most_added
         return out
 
     # -- values: Python ints and messages <-> ids ---------------------------------------------

@@ -32,7 +32,7 @@ from .search.heuristics import all_singletons
 from .search.outcome import OnImprovement, SearchOutcome
 from .search.problem import Problem
 from .search.state import Resumption
-from .settings import METHODS, SearchSettings
+from .settings import FIRST_BUDGET, METHODS, SearchSettings
 
 __all__ = ["METHODS", "solve"]
 
@@ -58,6 +58,7 @@ def solve(
     address: str | None = None,
     link_table: str = "sharded",
     snapshot_every: float | None = 30.0,
+    first_budget: int = FIRST_BUDGET,
     checkpoint: str | Path | None = None,
     checkpoint_every: float | None = None,
     resume: str | Path | Any | None = None,
@@ -120,6 +121,10 @@ def solve(
     snapshot_every : float or None
         Least seconds between the snapshots from which a lost worker is recovered
         (None: none, and a lost worker fails the search).
+    first_budget : int
+        Expansions the beam search for the search's first mapping may take (4096; 0: the
+        greedy dive and all singletons only). It changes how fast the proof goes, never
+        its result (docs/search.md, "The first mapping").
     checkpoint : path, optional
         A folder where the search's state is written as Arrow tables every
         ``checkpoint_every`` seconds (default 600), when a limit or an interrupt stops
@@ -166,7 +171,8 @@ def solve(
     given = {name: value for name, value in (
         ("cost", cost), ("order", order), ("addition", addition), ("scheme", scheme), ("method", method),
         ("link_key", link_key), ("use_bound", use_bound), ("alpha", alpha), ("seed", seed)) if value is not None}
-    run = {"workers": workers, "link_table": link_table, "snapshot_every": snapshot_every}
+    run = {"workers": workers, "link_table": link_table, "snapshot_every": snapshot_every,
+           "first_budget": first_budget}
     settings = SearchSettings(**given, **run)  # every value checked before anything is opened
     resumed_from = None if resume is None else getattr(resume, "directory", resume)  # a Resume, or its folder
     if checkpoint is None:
@@ -362,13 +368,14 @@ class _Runner:
             if self.started_ray and limits.time_limit is not None:  # Ray's stop is inside the time limit too
                 limits = replace(limits, time_limit=max(1e-3, limits.time_limit - RAY_STOP_SECONDS))
             outcome = distributed_search(problem, settings.alpha, settings.seed, self.options, limits, improved,
-                                         on_progress, saver, resume)
+                                         on_progress, saver, resume, settings.first_budget)
             if self.ray_start is not None:
                 outcome.statistics["ray_start_seconds"] = round(self.ray_start, 3)
                 self.ray_start = None
             return outcome
         if settings.method == "dcmap":
-            return dcmap_search(problem, settings.alpha, settings.seed, limits, improved, on_progress, saver, resume)
+            return dcmap_search(problem, settings.alpha, settings.seed, limits, improved, on_progress, saver, resume,
+                                settings.first_budget)
         if settings.method == "bfs":
             return bfs_search(problem, limits, improved, on_progress)
         return brute_force_search(problem, limits, improved, on_progress)

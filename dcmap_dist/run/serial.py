@@ -23,6 +23,7 @@ from ..search.heuristics import incumbent
 from ..search.outcome import OnImprovement, SearchOutcome, announce, outcome
 from ..search.problem import Problem
 from ..search.state import Improvement, Resumption, SearchState, counters, write_size
+from ..settings import FIRST_BUDGET
 from .loop import Ending, Saver, Turn, drive
 
 __all__ = ["SerialSearch", "TURN_SECONDS", "dcmap_search"]
@@ -39,11 +40,14 @@ def dcmap_search(
     on_progress: Callable[[Progress], None] | None = None,
     saver: Saver | None = None,
     resume: Resumption | None = None,
+    first_budget: int = FIRST_BUDGET,
 ) -> SearchOutcome:
     """Run DCMAP serially on one connected problem (see the module docstring),
-    checkpointing to ``saver``, or continuing from ``resume``."""
+    checkpointing to ``saver``, or continuing from ``resume``; ``first_budget`` is the
+    beam's budget for the first mapping (:func:`~dcmap_dist.search.heuristics.incumbent`)."""
     try:
-        search = SerialSearch(problem, alpha, seed, limits, on_improvement, resume, reports=on_progress is not None)
+        search = SerialSearch(problem, alpha, seed, limits, on_improvement, resume, reports=on_progress is not None,
+                              first_budget=first_budget)
         return drive(search, saver, on_progress)
     finally:
         gc.unfreeze()  # each step froze what was alive (Explorer.step): give it back to the collector
@@ -55,7 +59,8 @@ class SerialSearch:
     stopwatch enforces the limits, the time limit less the final checkpoint's time."""
 
     def __init__(self, problem: Problem, alpha: float, seed: int, limits: Limits | None,
-                 on_improvement: OnImprovement | None, resume: Resumption | None, reports: bool = True) -> None:
+                 on_improvement: OnImprovement | None, resume: Resumption | None, reports: bool = True,
+                 first_budget: int = FIRST_BUDGET) -> None:
         self.problem = problem
         self.reports = reports  # progress reports are wanted (they scan the open branches now and then)
         self.on_improvement = on_improvement
@@ -64,7 +69,7 @@ class SerialSearch:
         if resume is None:
             self.owner = 0
             self.engine: Engine = new_engine(problem, alpha, seed, owner=self.owner)
-            self.first = incumbent(problem, watch)
+            self.first = incumbent(problem, watch, first_budget)
             self.trace: list[Improvement] = []
             self.engine.start(self.first, watch)
         else:

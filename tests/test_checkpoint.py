@@ -300,11 +300,11 @@ def test_a_signal_writes_the_best_so_far(tmp_path, sig, checkpointed, workers):
 @pytest.fixture()
 def checkpointed(tmp_path) -> Path:
     """A checkpoint of child with two generations: stopped by a limit, resumed and
-    stopped by a limit again (each stop writes one). The whole search takes 7,925
-    iterations (from the beam's first mapping; 13,238 from the dive's)."""
+    stopped by a limit again (each stop writes one). The whole search takes 3,378
+    iterations (from the beam's first mapping and the bound of 2026-11-29)."""
     folder = tmp_path / "ck"
-    solve(load_network("child"), max_iterations=3000, checkpoint=folder)
-    solve(None, max_iterations=3000, resume=folder)
+    solve(load_network("child"), max_iterations=1200, checkpoint=folder)
+    solve(None, max_iterations=1200, resume=folder)
     assert len(generations(folder)) == 2  # the newest and the one before it are kept
     return folder
 
@@ -385,7 +385,7 @@ def test_tables_read_with_pyarrow_and_pandas(checkpointed):
     newest = generations(checkpointed)[0]
     meta = json.loads((newest / "metadata.json").read_text())
     assert meta["network"]["name"] == "child" and meta["cost_model"]["name"] == "dcmap"
-    assert meta["counters"]["iterations"] == 6000  # two stops of 3000 (the fixture)
+    assert meta["counters"]["iterations"] == 2400  # two stops of 1200 (the fixture)
     for name, schema in SCHEMAS.items():
         with pyarrow.memory_map(str(newest / f"{name}.arrow")) as source:
             table = pyarrow.ipc.open_file(source).read_all()
@@ -658,7 +658,7 @@ def test_the_reserve_covers_a_write_of_the_same_state(tmp_path, monkeypatch):
     from dcmap_dist.settings import SearchSettings
 
     network = load_network("child")
-    solve(network, max_iterations=3000, checkpoint=tmp_path / "a")
+    solve(network, max_iterations=1200, checkpoint=tmp_path / "a")
     model = load_cost("dcmap")
     problem = Problem(network.components()[0], model, graph=network)
     resumption = Resume(tmp_path / "a").in_progress(problem)

@@ -104,9 +104,16 @@ class RaisedAdditive(DcmapCost):
         return {y: (1.5 * part, parents) for y, (part, parents) in super().additive_absorbed_lower_bounds(graph).items()}
 
 
+class RaisedLayers(DcmapCost):
+    """The dcmap model with its next layer's bound raised by a tenth: no longer admissible."""
+
+    def layer_lower_bound(self, graph, children, layer_nodes):
+        return 1.1 * super().layer_lower_bound(graph, children, layer_nodes)
+
+
 @pytest.mark.parametrize("model, seeds", [(RaisedAbsorptions(), range(400, 430)), (RaisedGroupings(), range(400, 500)),
-                                          (RaisedAdditive(), range(400, 500))],
-                         ids=["absorptions", "groupings", "additive"])
+                                          (RaisedAdditive(), range(400, 500)), (RaisedLayers(), range(400, 430))],
+                         ids=["absorptions", "groupings", "additive", "layers"])
 def test_the_admissibility_walk_catches_a_bound_part_raised(model, seeds):
     violations, _, _ = bound_violations(model, seeds)
     assert violations

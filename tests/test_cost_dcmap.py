@@ -490,6 +490,34 @@ def test_parents_apart_or_together_cost_at_least_their_grouping_bound():
     assert checks > 20_000 and tight > 2_000 and joint > 100
 
 
+def test_a_layer_costs_at_least_its_bound_for_the_children_below():
+    # the contract of layer_lower_bound: in every mapping, the cluster-layers of a layer L
+    # pay at least the bound, for the cluster-layers below L with parents in L, in
+    # absorptions of their messages and in the excess of their eliminations (the oracle's)
+    checks = tight = 0
+    for network, mappings in oracle_networks(80, 60, seed=11):
+        topo = Topology(network)
+        layer = layers(network)
+        for model in ORACLE_MODELS:
+            for mapping in mappings:
+                terms = absorption_terms(network, [topo.names(c) for c in mapping], model)
+                absorb, excess = terms["absorb"], terms["excess"]
+                for L in {layer[next(iter(P))] for P in excess}:
+                    level = [P for P in excess if layer[next(iter(P))] == L]
+                    nodes = tuple(x for x in network.nodes if layer[x] == L)
+                    children = tuple((K, terms["message"][K]) for K in terms["message"] if layer[next(iter(K))] < L
+                                     and any(p in nodes for y in K for p in network.parents[y]))
+                    if not children:
+                        continue
+                    cost = sum(absorb[(P, K)][0] for P in level for K, _ in children if (P, K) in absorb)
+                    cost += sum(excess[P] for P in level)
+                    bound = model.layer_lower_bound(network, children, nodes)
+                    assert bound <= cost + 1e-9 * max(1.0, cost), (network.edges, mapping, L)
+                    checks += 1
+                    tight += bound > 0 and math.isclose(bound, cost)
+    assert checks > 1_000 and tight > 100
+
+
 def test_the_grouping_bound_takes_the_cheaper_of_apart_and_together():
     # hailfinder's top: CombVerMo's message holds its three parents (4 states each, roots),
     # all in the last layer. Together, the first elimination multiplies the other two in

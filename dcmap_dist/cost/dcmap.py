@@ -27,6 +27,9 @@ MOST_GROUPED_PARENTS = 8  # absorbed_lower_bounds tries every grouping of at mos
 MOST_ORDERED_ABSORPTIONS = 10  # absorption_lower_bound tries every order of at most this many (2^10 subsets)
 
 
+MOST_PARTITIONED = 8  # layer_lower_bound tries every split of a linked group of at most this many parents (3^8 steps)
+
+
 @dataclass(frozen=True)
 class DcmapCost:
     """The computational cost of a backward propagation (SPEC 4.2, the paper's case study).
@@ -311,6 +314,56 @@ class DcmapCost:
                 front.append((excess, absorptions))
         return tuple(front)
 
+    def layer_lower_bound(self, graph: Network, children: tuple[tuple[frozenset[str], frozenset[str]], ...],
+                          layer_nodes: tuple[str, ...]) -> float:
+        """What the cluster-layers of one layer still to build, all of whose nodes
+        ``layer_nodes`` (in input order) are unplaced, pay at least, beyond the node
+        bounds, to absorb the messages of the placed cluster-layers ``children`` ((nodes,
+        message) pairs, each with a parent among ``layer_nodes``) and to eliminate those
+        parents, which are in their running scope from the start: the least over the ways
+        to split the parents into cluster-layers, each paying ``a(|J| - |m|) + |m|`` at the
+        cheaper end for every child it holds a parent of (``m`` holds at least what ``J``
+        shares with its nodes and their parents) and the excess of their eliminations
+        (``_grouping_excess``). Parents of no common child split apart at no loss, so the
+        least is taken per group of parents linked by children, of at most
+        :data:`MOST_PARTITIONED` nodes (a larger group counts 0). Proof in docs/cost-model.md."""
+        add = self.addition
+        position = elimination_positions(graph, self.order)
+        kids = []  # per child: its parents in the layer, |J|, J, |J - K|
+        for nodes, message in children:
+            parents = {p for y in nodes for p in graph.parents[y]}
+            kids.append(([x for x in layer_nodes if x in parents], _size(graph, message), message,
+                         _size(graph, message - nodes)))
+        total = 0.0
+        for group in _linked_groups(layer_nodes, [parents for parents, _, _, _ in kids]):
+            if len(group) > MOST_PARTITIONED:
+                continue
+            bit = {x: 1 << k for k, x in enumerate(group)}
+            held = [sum(bit[x] for x in parents if x in bit) for parents, _, _, _ in kids]
+            cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in group}
+            part = [0.0] * (1 << len(group))  # a subset of the group as one cluster-layer: its part
+            for subset in range(1, 1 << len(group)):
+                members = [x for x in group if subset & bit[x]]
+                near = set(members).union(*(graph.parents[x] for x in members))
+                value = added(_least_absorption(add, size, _size(graph, message & near), most)
+                              for (_, size, message, most), mask in zip(kids, held) if mask & subset)
+                part[subset] = value + _grouping_excess(graph, members, position, cpt)
+            least = [0.0] * (1 << len(group))  # a subset split into cluster-layers: the least
+            for subset in range(1, 1 << len(group)):
+                low = subset & -subset
+                others = subset ^ low
+                best = math.inf
+                sub = others
+                while True:  # the cluster-layer holding the lowest node, and the rest
+                    value = part[sub | low] + least[others ^ sub]
+                    if value < best:
+                        best = value
+                    if not sub:
+                        break
+                    sub = (sub - 1) & others
+                least[subset] = best
+            total += least[-1]
+        return total
 
 def _least_absorption(add: float, size: int, kept_least: int, kept_most: int) -> float:
     """The least of ``a(|J| - |m|) + |m|`` (marginalising message ``J`` and multiplying
@@ -327,6 +380,23 @@ def _grouping_excess(graph: Network, group: list[str], position: dict[str, tuple
     gives, still finds the group's later nodes in the scope, ``cpt(z) (|later| - 1)``."""
     ordered = sorted(group, key=position.__getitem__)
     return _as_float(sum(cpt[z] * (_size(graph, ordered[j + 1:]) - 1) for j, z in enumerate(ordered)))
+
+
+def _linked_groups(nodes: tuple[str, ...], parent_lists: list[list[str]]) -> list[list[str]]:
+    """The ``nodes`` that are in some list of ``parent_lists``, in groups linked by sharing
+    a list; the groups in the order of their first node, each in the order of ``nodes``."""
+    group_of: dict[str, int] = {}
+    groups: list[set[str]] = []
+    for parents in parent_lists:
+        joined = {group_of[x] for x in parents if x in group_of}
+        merged = set(parents).union(*(groups[g] for g in joined))
+        groups.append(merged)
+        for x in merged:
+            group_of[x] = len(groups) - 1
+    live = {group_of[x] for x in group_of}
+    order = {x: k for k, x in enumerate(nodes)}
+    found = [sorted(groups[g], key=order.__getitem__) for g in live]
+    return sorted(found, key=lambda group: order[group[0]])
 
 
 def _set_partitions(items: list[str]) -> Iterator[list[list[str]]]:

@@ -163,13 +163,22 @@ class DcmapModel {
                 fronts_.push_back(std::move(*front));
             }
         }
+        double nearby = 0.0;  // the next layer's part: its absorbers' absorptions and the groupings
         for (const auto& [x, items] : given_) {
             auto value = absorption_bound(x, frontier, items);
             if (!value) return false;
-            b += *value;
+            if (next.test(x))
+                nearby += *value;
+            else
+                b += *value;
         }
-        if (!fronts_.empty()) b += least_grouping(fronts_);
-        out = b;
+        if (!fronts_.empty()) nearby += least_grouping(fronts_);
+        if ((done || assigned.none()) && next.any()) {  // none of the next layer placed: split the cheapest way
+            auto whole = layer_bound(frontier, next);
+            if (!whole) return false;
+            if (*whole > nearby) nearby = *whole;
+        }
+        out = b + nearby;
         return true;
     }
 
@@ -404,6 +413,76 @@ class DcmapModel {
         for (const auto& pair : pairs)
             if (pair.second < front.back().second) front.push_back(pair);
         return front;
+    }
+
+    // DcmapCost.layer_lower_bound for the frontier items with parents in `layer`, the next
+    // layer to build, none of it placed
+    std::optional<double> layer_bound(std::span<const Item> frontier, const Mask& layer) const {
+        struct Kid {
+            Mask parents, message;
+            uint64_t size, most;
+        };
+        std::vector<Kid> kids;
+        for (const Item& item : frontier) {
+            Mask parents = topo_.union_of(topo_.parents, item.nodes) & layer;
+            if (parents.none()) continue;
+            auto whole = size(item.message), most = size(item.message.minus(item.nodes));
+            if (!whole || !most) return std::nullopt;
+            kids.push_back({parents, item.message, *whole, *most});
+        }
+        // the parents, in groups linked by a child, in the order of their first node
+        std::vector<Mask> groups;
+        Mask seen;
+        layer.each([&](int x) {
+            if (seen.test(x)) return;
+            Mask group;
+            for (const Kid& kid : kids)
+                if (kid.parents.test(x)) group |= kid.parents;
+            if (group.none()) return;
+            for (bool grew = true; grew;) {
+                grew = false;
+                for (const Kid& kid : kids)
+                    if (kid.parents.intersects(group) && kid.parents.minus(group).any()) group |= kid.parents, grew = true;
+            }
+            seen |= group;
+            groups.push_back(group);
+        });
+        double total = 0.0;
+        for (const Mask& group : groups) {
+            std::vector<int> members;
+            group.each([&](int x) { members.push_back(x); });
+            size_t count = members.size();
+            if (count > 8) continue;  // MOST_PARTITIONED
+            std::vector<double> part(size_t{1} << count, 0.0), least(size_t{1} << count, 0.0);
+            for (uint32_t subset = 1; subset < (uint32_t{1} << count); ++subset) {
+                Mask nodes;
+                for (size_t k = 0; k < count; ++k)
+                    if (subset >> k & 1) nodes.set(members[k]);
+                Mask near = nodes | topo_.union_of(topo_.parents, nodes);
+                double value = 0.0;
+                for (const Kid& kid : kids)
+                    if (kid.parents.intersects(nodes)) {
+                        auto kept = size(kid.message & near);
+                        if (!kept) return std::nullopt;
+                        value += least_absorption(d_.addition, kid.size, *kept, kid.most);
+                    }
+                auto excess = grouping_excess(nodes);
+                if (!excess) return std::nullopt;
+                part[subset] = value + *excess;
+            }
+            for (uint32_t subset = 1; subset < (uint32_t{1} << count); ++subset) {
+                uint32_t low = subset & (~subset + 1), others = subset ^ low;
+                double best = std::numeric_limits<double>::infinity();
+                for (uint32_t sub = others;; sub = (sub - 1) & others) {  // the lowest node's cluster-layer, and the rest
+                    double value = part[sub | low] + least[others ^ sub];
+                    if (value < best) best = value;
+                    if (!sub) break;
+                }
+                least[subset] = best;
+            }
+            total += least.back();
+        }
+        return total;
     }
 
     // search/bounds.py's least_grouping: the least over t (each excess met) of t plus, per

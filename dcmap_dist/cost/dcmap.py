@@ -316,12 +316,12 @@ class DcmapCost:
 
     def layer_lower_bound(self, graph: Network, children: tuple[tuple[frozenset[str], frozenset[str]], ...],
                           layer_nodes: tuple[str, ...]) -> float:
-        """What the cluster-layers of one layer still to build, all of whose nodes
-        ``layer_nodes`` (in input order) are unplaced, pay at least, beyond the node
-        bounds, to absorb the messages of the placed cluster-layers ``children`` ((nodes,
-        message) pairs, each with a parent among ``layer_nodes``) and to eliminate those
-        parents, which are in their running scope from the start: the least over the ways
-        to split the parents into cluster-layers, each paying ``a(|J| - |m|) + |m|`` at the
+        """What the cluster-layers of the next layer to build, whose unplaced nodes are
+        ``layer_nodes`` (in input order), pay at least, beyond the node bounds, to absorb
+        the messages of the placed cluster-layers ``children`` ((nodes, message) pairs,
+        each with a parent among ``layer_nodes``) and to eliminate those parents, which are
+        in their running scope from the start: the least over the ways to split the
+        parents into cluster-layers (which may also hold placed nodes of the layer), each paying ``a(|J| - |m|) + |m|`` at the
         cheaper end for every child it holds a parent of (``m`` holds at least what ``J``
         shares with its nodes and their parents) and the excess of their eliminations
         (``_grouping_excess``). Parents of no common child split apart at no loss, so the

@@ -18,11 +18,11 @@ the cost model (a model without a hook contributes nothing for it):
   eliminations, which those of other placed cluster-layers may share), as pairs over the
   ways to group them, combined over the frontier by :func:`least_grouping`; or a model's
   ``grouping_lower_bound``, one value per placed cluster-layer: the largest over the frontier;
-* ``layer_lower_bound(graph, children, layer_nodes)``: at a completed layer, what the next
-  layer's cluster-layers pay for the placed cluster-layers with parents there (their
-  absorptions and the eliminations of those parents), split the cheapest way; where it is
-  larger, it stands in for the two parts above in that layer (the absorptions given to
-  its nodes and the groupings);
+* ``layer_lower_bound(graph, children, layer_nodes)``: what the next layer's cluster-layers
+  pay for the placed cluster-layers with unplaced parents there (their absorptions and
+  the eliminations of those parents), split the cheapest way; where it is larger, it
+  stands in for the two parts above in that layer (the absorptions given to its nodes
+  and the groupings);
 * ``absorber_lower_bounds(graph)``: for every unplaced node, once per layer that holds
   unplaced children of it (its cluster-layer absorbs a message from each such layer);
 * ``absorbed_lower_bounds(graph)``: for every layer with unplaced nodes, the largest
@@ -95,8 +95,8 @@ class LowerBound:
         # (frontier cluster-layer, the unplaced nodes of the next layer to build) -> what
         # that layer's cluster-layers pay for holding its parents there apart or together
         self._groupings = _grouping_bounds(model, graph, topo, parents_of, message)
-        # (frontier cluster-layers with parents in the next layer, that layer, none of it
-        # placed) -> what its cluster-layers pay for them, split the cheapest way
+        # (frontier cluster-layers with parents in the next layer, that layer's unplaced
+        # nodes) -> what its cluster-layers pay for them, split the cheapest way
         self._layers = _layer_bounds(model, graph, topo, message)
         self._parents_of = parents_of
         # (layer, assigned, frontier) -> (the bound, that frontier as first met): most
@@ -160,7 +160,7 @@ class LowerBound:
                         bound += absorptions[(x, tuple(items))]
             if fronts:
                 nearby += least_grouping(fronts)
-            if assigned in (-1, 0) and self._layers is not None and next_layer:  # none of it placed
+            if self._layers is not None and next_layer:
                 children = tuple(item for item in frontier if self._parents_of[item[0]] & next_layer)
                 whole = self._layers[(children, next_layer)]
                 if whole > nearby:
@@ -278,8 +278,8 @@ def least_grouping(fronts: list[tuple[tuple[float, float], ...]]) -> float:
 def _layer_bounds(model: Any | None, graph: Network, topo: Topology,
                   message: Callable[[Hashable], Hashable]) -> Memo | None:
     """The memo of ``(frontier items, next_layer)`` -> the model's ``layer_lower_bound`` for
-    the placed cluster-layers with parents in ``next_layer``, the nodes of the next layer
-    to build, none placed; or None (no such hook)."""
+    the placed cluster-layers with parents in ``next_layer``, the unplaced nodes of the
+    next layer to build; or None (no such hook)."""
     hook = getattr(model, "layer_lower_bound", None)
     if hook is None:
         return None

@@ -173,7 +173,7 @@ class DcmapModel {
                 b += *value;
         }
         if (!fronts_.empty()) nearby += least_grouping(fronts_);
-        if ((done || assigned.none()) && next.any()) {  // none of the next layer placed: split the cheapest way
+        if (next.any()) {  // the next layer's unplaced nodes, split the cheapest way
             auto whole = layer_bound(frontier, next);
             if (!whole) return false;
             if (*whole > nearby) nearby = *whole;
@@ -415,8 +415,8 @@ class DcmapModel {
         return front;
     }
 
-    // DcmapCost.layer_lower_bound for the frontier items with parents in `layer`, the next
-    // layer to build, none of it placed
+    // DcmapCost.layer_lower_bound for the frontier items with parents in `layer`, the
+    // unplaced nodes of the next layer to build
     std::optional<double> layer_bound(std::span<const Item> frontier, const Mask& layer) const {
         struct Kid {
             Mask parents, message;

@@ -24,6 +24,7 @@ from .limits import Limits, StopReason, Stopwatch
 from .model.network import Network
 from .progress import Progress
 from .result import SolveResult
+from .run.contours import contour_search
 from .run.loop import Saver
 from .run.serial import dcmap_search
 from .search.baselines import bfs_search, brute_force_search
@@ -58,6 +59,7 @@ def solve(
     address: str | None = None,
     link_table: str = "sharded",
     snapshot_every: float | None = 30.0,
+    contours: bool = False,
     checkpoint: str | Path | None = None,
     checkpoint_every: float | None = None,
     resume: str | Path | Any | None = None,
@@ -120,6 +122,12 @@ def solve(
     snapshot_every : float or None
         Least seconds between the snapshots from which a lost worker is recovered
         (None: none, and a lost worker fails the search).
+    contours : bool
+        Search each component by contours (serially only): a proven lower bound that
+        rises as the search goes (docs/search.md, "A proven lower bound that rises:
+        contours"); the result is the same. A component whose checkpoint was taken
+        during a contour goes on by contours, one taken during the ordinary search as
+        the ordinary search, whatever this says.
     checkpoint : path, optional
         A folder where the search's state is written as Arrow tables every
         ``checkpoint_every`` seconds (default 600), when a limit or an interrupt stops
@@ -166,7 +174,7 @@ def solve(
     given = {name: value for name, value in (
         ("cost", cost), ("order", order), ("addition", addition), ("scheme", scheme), ("method", method),
         ("link_key", link_key), ("use_bound", use_bound), ("alpha", alpha), ("seed", seed)) if value is not None}
-    run = {"workers": workers, "link_table": link_table, "snapshot_every": snapshot_every}
+    run = {"workers": workers, "link_table": link_table, "snapshot_every": snapshot_every, "contours": contours}
     settings = SearchSettings(**given, **run)  # every value checked before anything is opened
     resumed_from = None if resume is None else getattr(resume, "directory", resume)  # a Resume, or its folder
     if checkpoint is None:
@@ -255,7 +263,10 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
         offset = sum(done.iterations for done in outcomes)
         before = offset
         if in_progress is not None:
-            standing[len(outcomes)] = (in_progress.g_min, anytime.bounds_of[len(outcomes)])
+            bound = anytime.bounds_of[len(outcomes)]
+            if in_progress.contour is not None:  # the contours' proven bound
+                bound = max(bound, in_progress.contour.proven)
+            standing[len(outcomes)] = (in_progress.g_min, bound)
             before += in_progress.iterations
         anytime.restore(list(resumed.metadata["solve_trace"]), list(resumed.metadata.get("solve_bounds", [])),
                         standing)
@@ -356,8 +367,13 @@ class _Runner:
             on_progress: Callable[[Progress], None] | None, saver: Saver | None = None,
             resume: Resumption | None = None) -> SearchOutcome:
         settings = self.settings
+        by_contours = settings.contours if resume is None else resume.contour is not None
         if settings.distributed:
             from .run.ray.driver import distributed_search
+
+            if by_contours:
+                raise ValueError("this checkpoint was taken during a contour, and the search by contours runs "
+                                 "serially only (not yet on Ray workers): resume it with workers 1")
 
             if self.started_ray and limits.time_limit is not None:  # Ray's stop is inside the time limit too
                 limits = replace(limits, time_limit=max(1e-3, limits.time_limit - RAY_STOP_SECONDS))
@@ -367,6 +383,9 @@ class _Runner:
                 outcome.statistics["ray_start_seconds"] = round(self.ray_start, 3)
                 self.ray_start = None
             return outcome
+        if by_contours:
+            return contour_search(problem, settings.alpha, settings.seed, limits, improved, on_progress, saver,
+                                  resume)
         if settings.method == "dcmap":
             return dcmap_search(problem, settings.alpha, settings.seed, limits, improved, on_progress, saver, resume)
         if settings.method == "bfs":

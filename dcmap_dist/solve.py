@@ -249,6 +249,9 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
         outcomes = resumed.finished()
         if len(outcomes) < len(problems):
             in_progress = resumed.in_progress(problems[len(outcomes)])
+        if in_progress is not None and in_progress.contour is not None and settings.distributed:
+            raise ValueError("this checkpoint was taken during a contour, and the search by contours runs serially "
+                             "only (not yet on Ray workers): resume it with workers 1")
         start -= resumed.metadata["solve_elapsed"]
     anytime = Anytime(network, problems, settings.method, start, watch)
     if anytime.stopped is not None:  # a limit reached before any search
@@ -370,10 +373,6 @@ class _Runner:
         by_contours = settings.contours if resume is None else resume.contour is not None
         if settings.distributed:
             from .run.ray.driver import distributed_search
-
-            if by_contours:
-                raise ValueError("this checkpoint was taken during a contour, and the search by contours runs "
-                                 "serially only (not yet on Ray workers): resume it with workers 1")
 
             if self.started_ray and limits.time_limit is not None:  # Ray's stop is inside the time limit too
                 limits = replace(limits, time_limit=max(1e-3, limits.time_limit - RAY_STOP_SECONDS))

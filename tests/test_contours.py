@@ -134,11 +134,14 @@ def test_the_next_contour_doubles_the_work():
     assert next_value(root, [(1500.0, 5000), (1990.0, 5001)], incumbent) == incumbent
 
 
-def test_contours_are_refused_on_ray_workers_and_for_the_baselines():
+def test_contours_are_refused_on_ray_workers_and_for_the_baselines(tmp_path):
     with pytest.raises(ValueError, match="serially only"):
         SearchSettings(contours=True, workers=2)
     with pytest.raises(ValueError, match="dcmap method"):
         SearchSettings(contours=True, method="bfs")
+    solve(load_network("child"), max_iterations=450, contours=True, checkpoint=tmp_path / "ck")
+    with pytest.raises(ValueError, match="taken during a contour.*serially only"):  # before Ray is started
+        solve(None, resume=tmp_path / "ck", workers=2)
 
 
 def test_the_limits_hold_over_every_contour(engine):

@@ -15,8 +15,9 @@ from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.cost.user import FunctionCost
 from dcmap_dist.io.load import load_network
 from dcmap_dist.limits import Limits
-from dcmap_dist.run.contours import FEW, FIRST_STEP, GROWTH, ContourSearch, next_value
+from dcmap_dist.run.contours import BUDGET, FEW, FIRST_STEP, FLOOR, GROWTH, ContourSearch, budget, next_value
 from dcmap_dist.search.problem import Problem
+from dcmap_dist.search.state import Contour
 from dcmap_dist.settings import SearchSettings
 from dcmap_dist.solve import solve
 
@@ -163,3 +164,26 @@ def test_a_contour_at_the_optimum_within_the_tolerance_keeps_it_and_its_ties(eng
     by_contours = solve(network, model, max_solutions=None, contours=True)
     assert answer(by_contours) == answer(ordinary)
     assert by_contours.trace[-1]["cost"] == pytest.approx(optimum, rel=1e-9)
+
+
+def test_a_contour_over_its_budget_is_given_up_for_a_lower_one(engine, monkeypatch):
+    """With budgets of a few expansions, contours are given up and searched again
+    halfway down, and the answer is still the ordinary search's."""
+    monkeypatch.setattr("dcmap_dist.run.contours.FLOOR", 20)
+    monkeypatch.setattr("dcmap_dist.run.contours.BUDGET", 1)
+    gave_up = 0
+    for label, network, model, scheme in [*cases(range(4)), ("child", load_network("child"), MODELS[1], "merge")]:
+        ordinary = solve(network, model, scheme, max_solutions=None)
+        by_contours = solve(network, model, scheme, max_solutions=None, contours=True)
+        assert answer(by_contours) == answer(ordinary), label
+        contours = by_contours.components[0]["contours"]
+        assert [value for value, _ in contours] == sorted(value for value, _ in contours), label
+        gave_up += sum(expansions for _, expansions in contours) < by_contours.iterations
+    assert gave_up >= 2
+
+
+def test_a_contour_may_take_a_few_times_its_expected_work_and_more_after_each_given_up():
+    assert budget(Contour(1.0, 0.0)) == FLOOR
+    done = [(1.0, 10), (2.0, 10 * FLOOR)]
+    assert budget(Contour(3.0, 2.0, done=done)) == BUDGET * GROWTH * 10 * FLOOR
+    assert budget(Contour(2.5, 2.0, done=done, given_up=2)) == 4 * BUDGET * GROWTH * 10 * FLOOR

@@ -277,6 +277,7 @@ _CONTOUR = {
     "done": (lambda v: isinstance(v, list) and all(isinstance(d, list) and len(d) == 2 and _number(d[0])
                                                    and isinstance(d[1], int) and d[1] >= 0 for d in v),
              "a list of [value, expansions]"),
+    "given_up": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a count"),
 }
 _FINISHED = {
     "best_cost": (lambda v: _number(v) and v > 0, "a positive cost"),

@@ -35,11 +35,13 @@ from ..search.tolerance import TOLERANCE, within
 from .loop import Ending, Saver, Turn, drive
 from .serial import TURN_SECONDS
 
-__all__ = ["ContourSearch", "FEW", "FIRST_STEP", "GROWTH", "contour_search", "next_value"]
+__all__ = ["BUDGET", "ContourSearch", "FEW", "FIRST_STEP", "FLOOR", "GROWTH", "budget", "contour_search", "next_value"]
 
 FIRST_STEP = 0.005  # the first contour lies this share above the root bound
 GROWTH = 2.0  # each contour is meant to cost this many times the expansions of the one before
 FEW = 1000  # after a contour of fewer expansions (too few to tell the growth) the step doubles
+BUDGET = 4  # a contour that takes this many times its expected expansions is given up (see budget)
+FLOOR = 100_000  # but never before this many (a second's work or so)
 
 
 def next_value(root_bound: float, done: list[tuple[float, int]], incumbent_cost: float) -> float:
@@ -62,6 +64,19 @@ def next_value(root_bound: float, done: list[tuple[float, int]], incumbent_cost:
         if expansions >= FEW and expansions > made:
             value = last + min(2 * step, math.log(GROWTH) * (last - reference) / math.log(expansions / max(1, made)))
     return min(value, incumbent_cost)
+
+
+def budget(contour: Contour) -> int:
+    """The most expansions ``contour`` may take before it is given up: :data:`BUDGET`
+    times what it is expected to take (:data:`GROWTH` times the last exhausted
+    contour's), :data:`FLOOR` at least, doubled for every contour given up since. The
+    growth is not always smooth (pathfinder: a step of 1.1% above 200,365 took more than
+    60 times the work), and a contour given up is searched again halfway down from it;
+    the doubling ends the halving (a contour just above the proven bound may cost more
+    than a fixed budget), and keeps the work given up within a few times that of the
+    contours proven."""
+    last = contour.done[-1][1] if contour.done else 0
+    return max(FLOOR, int(BUDGET * GROWTH * last)) * 2 ** contour.given_up
 
 
 def contour_search(
@@ -151,11 +166,15 @@ class ContourSearch:
         if self.stop is None:
             if saver is not None:  # the final checkpoint is written inside the time limit
                 watch.reserve = saver.reserve(write_size(engine.open_count(), engine.link_records))
-            left = None if self.most is None else max(0, self.most - self.contour.before)
-            stop = engine.step(watch, until=time.perf_counter() + TURN_SECONDS, max_iterations=left)
+            left = None if self.most is None else max(0, self.most - self.contour.before)  # the user's limit
+            most = left if self._ordinary() else min(budget(self.contour), math.inf if left is None else left)
+            stop = engine.step(watch, until=time.perf_counter() + TURN_SECONDS, max_iterations=most)
             self._hear()
             if stop == StepEnd.IDLE:
                 self._exhausted()
+            elif stop == StopReason.MAX_ITERATIONS and (left is None or engine.iterations < left):
+                if not self._ordinary():  # over its budget (else it became the ordinary search: it goes on)
+                    self._give_up()
             elif stop != StepEnd.BUDGET:
                 self.stop = stop
         if self.stop is not None:
@@ -182,6 +201,18 @@ class ContourSearch:
             done = [*contour.done, (contour.value, engine.iterations)]
             self._begin(Contour(next_value(self.root_bound, done, self.first.cost), contour.value, before, done))
 
+    def _ordinary(self) -> bool:
+        """Whether the contour is the ordinary search: capped at the incumbent, or it has
+        reached a mapping."""
+        return self.contour.value >= self.first.cost or self.engine.final_entry() is not None
+
+    def _give_up(self) -> None:
+        """The contour has taken more than its budget: drop it (its work proved nothing)
+        and search the contour halfway between the proven bound and it."""
+        contour = self.contour
+        self._begin(Contour((contour.proven + contour.value) / 2, contour.proven,
+                            contour.before + self.engine.iterations, contour.done, contour.given_up + 1))
+
     def halt(self, reason: StopReason) -> None:
         self.stop = self.stop or reason
 
@@ -197,6 +228,7 @@ class ContourSearch:
         found = outcome(engine.final_entry(), self.first, proven, StopReason.FINISHED if proven else self.stop,
                         self.iterations, self.trace, bound, self.watch.peak_memory_mb, engine.lookup,
                         engine.link_records)
+        found.contours = [*self.contour.done, (self.contour.value, engine.iterations)]
         return Ending(found, self._progress(bound))
 
     def _bound(self, open_bound: float) -> float:

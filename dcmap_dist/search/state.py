@@ -51,23 +51,26 @@ def write_size(open_branches: int, link_records: int) -> int:
 class Contour:
     """Where a search by contours stands (:mod:`dcmap_dist.run.contours`): the contour
     being searched (``G_min`` held at ``value``), the proven lower bound (no mapping
-    costs less than ``proven``), the iterations of the contours before this one, and
-    each exhausted contour's value and expansions, in order."""
+    costs less than ``proven``), the iterations of the contours before this one, each
+    exhausted contour's value and expansions, in order, and how many contours were
+    given up since the last was exhausted."""
 
     value: float
     proven: float
     before: int = 0
     done: list[tuple[float, int]] = field(default_factory=list)
+    given_up: int = 0
 
     def plain(self) -> dict[str, Any]:
         """As JSON values (a checkpoint's ``counters.contour``)."""
         return {"value": self.value, "proven": self.proven, "before": self.before,
-                "done": [[value, expansions] for value, expansions in self.done]}
+                "done": [[value, expansions] for value, expansions in self.done], "given_up": self.given_up}
 
     @classmethod
     def from_plain(cls, saved: dict[str, Any]) -> Contour:
         """The inverse of :meth:`plain`."""
-        return cls(saved["value"], saved["proven"], saved["before"], [(v, e) for v, e in saved["done"]])
+        return cls(saved["value"], saved["proven"], saved["before"], [(v, e) for v, e in saved["done"]],
+                   saved["given_up"])
 
 
 @dataclass

@@ -187,3 +187,23 @@ def test_a_contour_may_take_a_few_times_its_expected_work_and_more_after_each_gi
     done = [(1.0, 10), (2.0, 10 * FLOOR)]
     assert budget(Contour(3.0, 2.0, done=done)) == BUDGET * GROWTH * 10 * FLOOR
     assert budget(Contour(2.5, 2.0, done=done, given_up=2)) == 4 * BUDGET * GROWTH * 10 * FLOOR
+
+
+def test_the_bound_reported_never_falls_when_a_contour_is_given_up(engine, monkeypatch):
+    """Reported after every few expansions (turns of 20 µs), the bound never falls, also
+    when a contour is given up for a lower one that starts again at the root."""
+    monkeypatch.setattr("dcmap_dist.run.contours.FLOOR", 20)
+    monkeypatch.setattr("dcmap_dist.run.contours.BUDGET", 1)
+    monkeypatch.setattr("dcmap_dist.run.contours.TURN_SECONDS", 2e-5)
+    network = load_network("child")
+    search = ContourSearch(Problem(network, DcmapCost("cpt"), "merge"), 0.6, 0, None, None, None, reports=False)
+    reported, given_up = [], 0
+    while True:
+        before = search.contour
+        turn = search.advance(None)
+        given_up += search.contour.given_up > before.given_up
+        reported.append(search._progress(search.engine.least_bound()).lower_bound)
+        if turn.stopped:
+            break
+    assert given_up >= 1 and reported == sorted(reported)
+    assert reported[-1] == pytest.approx(search.finish().outcome.best_cost)

@@ -115,6 +115,7 @@ class ContourSearch:
         self.before = resume.elapsed if resume is not None else 0.0  # seconds searched before a resumption
         self.stop: StopReason | StepEnd | None = None
         self.root_bound = problem.score(problem.root()).bound
+        self.highest = -math.inf  # the highest lower bound reported (see _bound)
         if resume is None:
             self.owner = 0
             self.first = incumbent(problem, self.watch)
@@ -235,8 +236,10 @@ class ContourSearch:
         """A lower bound on the optimum: the proven contour bound, or, if higher, the
         least of the contour's ``G_min`` and ``open_bound`` (a lower bound over its open
         branches; a mapping beyond the branches the contour pruned costs more than its
-        ``G_min``)."""
-        return max(self.contour.proven, min(self.engine.g_min, open_bound))
+        ``G_min``), or the highest reported before, which still holds (a contour given
+        up for a lower one starts again at the root)."""
+        self.highest = max(self.highest, self.contour.proven, min(self.engine.g_min, open_bound))
+        return self.highest
 
     def _progress(self, open_bound: float) -> Progress:
         """A progress report: the best cost known and :meth:`_bound`."""

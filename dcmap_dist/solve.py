@@ -24,6 +24,7 @@ from .limits import Limits, StopReason, Stopwatch
 from .model.network import Network
 from .progress import Progress
 from .result import SolveResult
+from .run.contours import contour_search
 from .run.loop import Saver
 from .run.serial import dcmap_search
 from .search.baselines import bfs_search, brute_force_search
@@ -59,6 +60,7 @@ def solve(
     link_table: str = "sharded",
     snapshot_every: float | None = 30.0,
     first_budget: int = FIRST_BUDGET,
+    contours: bool = False,
     checkpoint: str | Path | None = None,
     checkpoint_every: float | None = None,
     resume: str | Path | Any | None = None,
@@ -125,6 +127,12 @@ def solve(
         Expansions the beam search for the search's first mapping may take (4096; 0: the
         greedy dive and all singletons only). It changes how fast the proof goes, never
         its result (docs/search.md, "The first mapping").
+    contours : bool
+        Search each component by contours (serially only): a proven lower bound that
+        rises as the search goes (docs/search.md, "A proven lower bound that rises:
+        contours"); the result is the same. A component whose checkpoint was taken
+        during a contour goes on by contours, one taken during the ordinary search as
+        the ordinary search, whatever this says.
     checkpoint : path, optional
         A folder where the search's state is written as Arrow tables every
         ``checkpoint_every`` seconds (default 600), when a limit or an interrupt stops
@@ -172,7 +180,7 @@ def solve(
         ("cost", cost), ("order", order), ("addition", addition), ("scheme", scheme), ("method", method),
         ("link_key", link_key), ("use_bound", use_bound), ("alpha", alpha), ("seed", seed)) if value is not None}
     run = {"workers": workers, "link_table": link_table, "snapshot_every": snapshot_every,
-           "first_budget": first_budget}
+           "first_budget": first_budget, "contours": contours}
     settings = SearchSettings(**given, **run)  # every value checked before anything is opened
     resumed_from = None if resume is None else getattr(resume, "directory", resume)  # a Resume, or its folder
     if checkpoint is None:
@@ -247,6 +255,9 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
         outcomes = resumed.finished()
         if len(outcomes) < len(problems):
             in_progress = resumed.in_progress(problems[len(outcomes)])
+        if in_progress is not None and in_progress.contour is not None and settings.distributed:
+            raise ValueError("this checkpoint was taken during a contour, and the search by contours runs serially "
+                             "only (not yet on Ray workers): resume it with workers 1")
         start -= resumed.metadata["solve_elapsed"]
     anytime = Anytime(network, problems, settings.method, start, watch)
     if anytime.stopped is not None:  # a limit reached before any search
@@ -261,7 +272,10 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
         offset = sum(done.iterations for done in outcomes)
         before = offset
         if in_progress is not None:
-            standing[len(outcomes)] = (in_progress.g_min, anytime.bounds_of[len(outcomes)])
+            bound = anytime.bounds_of[len(outcomes)]
+            if in_progress.contour is not None:  # the contours' proven bound
+                bound = max(bound, in_progress.contour.proven)
+            standing[len(outcomes)] = (in_progress.g_min, bound)
             before += in_progress.iterations
         anytime.restore(list(resumed.metadata["solve_trace"]), list(resumed.metadata.get("solve_bounds", [])),
                         standing)
@@ -362,6 +376,7 @@ class _Runner:
             on_progress: Callable[[Progress], None] | None, saver: Saver | None = None,
             resume: Resumption | None = None) -> SearchOutcome:
         settings = self.settings
+        by_contours = settings.contours if resume is None else resume.contour is not None
         if settings.distributed:
             from .run.ray.driver import distributed_search
 
@@ -373,6 +388,9 @@ class _Runner:
                 outcome.statistics["ray_start_seconds"] = round(self.ray_start, 3)
                 self.ray_start = None
             return outcome
+        if by_contours:
+            return contour_search(problem, settings.alpha, settings.seed, limits, improved, on_progress, saver,
+                                  resume, settings.first_budget)
         if settings.method == "dcmap":
             return dcmap_search(problem, settings.alpha, settings.seed, limits, improved, on_progress, saver, resume,
                                 settings.first_budget)

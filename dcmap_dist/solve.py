@@ -167,7 +167,7 @@ def solve(
     >>> round(result.optimal_cost, 6), result.proven_optimal, result.solution_count
     (54.0, True, 3)
     >>> result.solutions[0].clusters
-    [['A'], ['B'], ['C'], ['D', 'G'], ['E'], ['F']]
+    [['A', 'D', 'G'], ['B'], ['C'], ['E'], ['F']]
 
     A cost model can be a function of a cluster-layer's context:
 

@@ -24,9 +24,9 @@ from .limits import Limits, StopReason, Stopwatch
 from .model.network import Network
 from .progress import Progress
 from .result import SolveResult
-from .run.contours import contour_search
-from .run.loop import Saver
-from .run.serial import dcmap_search
+from .run.contours import ContourSearch
+from .run.loop import Saver, drive_serially
+from .run.serial import SerialSearch
 from .search.baselines import bfs_search, brute_force_search
 from .search.engine import NATIVE_NODES, runs_natively
 from .search.heuristics import all_singletons
@@ -388,12 +388,10 @@ class _Runner:
                 outcome.statistics["ray_start_seconds"] = round(self.ray_start, 3)
                 self.ray_start = None
             return outcome
-        if by_contours:
-            return contour_search(problem, settings.alpha, settings.seed, limits, improved, on_progress, saver,
-                                  resume, settings.first_budget)
         if settings.method == "dcmap":
-            return dcmap_search(problem, settings.alpha, settings.seed, limits, improved, on_progress, saver, resume,
-                                settings.first_budget)
+            backend = ContourSearch if by_contours else SerialSearch
+            return drive_serially(lambda: backend(problem, settings.alpha, settings.seed, limits, improved, resume,
+                                                  on_progress is not None, settings.first_budget), saver, on_progress)
         if settings.method == "bfs":
             return bfs_search(problem, limits, improved, on_progress)
         return brute_force_search(problem, limits, improved, on_progress)

@@ -300,7 +300,7 @@ def test_a_signal_writes_the_best_so_far(tmp_path, sig, checkpointed, workers):
 @pytest.fixture()
 def checkpointed(tmp_path) -> Path:
     """A checkpoint of child with two generations: stopped by a limit, resumed and
-    stopped by a limit again (each stop writes one). The whole search takes 3,378
+    stopped by a limit again (each stop writes one). The whole search takes 3,236
     iterations (from the beam's first mapping and the bound of 2026-11-29)."""
     folder = tmp_path / "ck"
     solve(load_network("child"), max_iterations=1200, checkpoint=folder)

@@ -409,6 +409,20 @@ def oracle_networks(count: int, most: int, seed: int):
         yield network, (rng.sample(mappings, most) if len(mappings) > most else mappings)
 
 
+def oracle_layers(count: int, most: int, seed: int):
+    """For the mappings of :func:`oracle_networks` and every model of :data:`ORACLE_MODELS`:
+    ``(network, model, mapping, terms, level)`` per layer of each mapping, ``terms`` the
+    oracle's (:func:`absorption_terms`) and ``level`` the layer's cluster-layers."""
+    for network, mappings in oracle_networks(count, most, seed):
+        topo = Topology(network)
+        for model in ORACLE_MODELS:
+            for mapping in mappings:
+                terms = absorption_terms(network, [topo.names(c) for c in mapping], model)
+                layer = terms["layer"]
+                for L in sorted({layer[next(iter(P))] for P in terms["excess"]}):
+                    yield network, model, mapping, terms, [P for P in terms["excess"] if layer[next(iter(P))] == L]
+
+
 def test_each_part_of_the_absorption_bounds_holds_in_every_mapping():
     checks = tight = 0
     for network, mappings in oracle_networks(120, 150, seed=5):
@@ -454,39 +468,30 @@ def test_parents_apart_or_together_cost_at_least_their_grouping_bound():
     # message (all but the one holding its first parent) and in the excess of their
     # eliminations, counted by the oracle; for one K alone, the least excess + absorptions
     checks = tight = joint = 0
-    for network, mappings in oracle_networks(80, 60, seed=9):
-        topo = Topology(network)
-        layer = layers(network)
-        for model in ORACLE_MODELS:
-            for mapping in mappings:
-                terms = absorption_terms(network, [topo.names(c) for c in mapping], model)
-                absorb, excess = terms["absorb"], terms["excess"]
-                for L in {layer[next(iter(P))] for P in excess}:
-                    level = [P for P in excess if layer[next(iter(P))] == L]
-                    below = [K for K in terms["message"] if layer[next(iter(K))] < L]
-                    for r in range(1, len(level) + 1):
-                        for unplaced in itertools.combinations(level, r):
-                            nodes = frozenset().union(*unplaced)
-                            fronts, costs = [], []
-                            for K in below:
-                                parents = tuple(x for x in network.nodes
-                                                if x in nodes and any(x in network.parents[y] for y in K))
-                                if len(parents) < 2:
-                                    continue
-                                fronts.append(model.grouping_trade_offs(network, K, terms["message"][K], parents, nodes))
-                                costs.append(sum(absorb[(P, K)][0] for P in unplaced
-                                                 if (P, K) in absorb and parents[0] not in P))
-                                alone = min(e + a for e, a in fronts[-1])
-                                cost = costs[-1] + sum(excess[P] for P in unplaced if len(P & set(parents)) >= 2)
-                                assert alone <= cost + 1e-9 * max(1.0, cost), (
-                                    network.edges, mapping, sorted(K), parents, sorted(nodes))
-                                checks += 1
-                                tight += alone > 0 and math.isclose(alone, cost)
-                            if len(fronts) >= 2:
-                                bound = least_grouping(fronts)
-                                cost = sum(costs) + sum(excess[P] for P in unplaced)
-                                assert bound <= cost + 1e-9 * max(1.0, cost), (network.edges, mapping, sorted(nodes))
-                                joint += bound > max(min(e + a for e, a in front) for front in fronts)
+    for network, model, mapping, terms, level in oracle_layers(80, 60, seed=9):
+        absorb, excess, layer = terms["absorb"], terms["excess"], terms["layer"]
+        below = [K for K in terms["message"] if layer[next(iter(K))] < layer[next(iter(level[0]))]]
+        for r in range(1, len(level) + 1):
+            for unplaced in itertools.combinations(level, r):
+                nodes = frozenset().union(*unplaced)
+                fronts, costs = [], []
+                for K in below:
+                    parents = tuple(x for x in network.nodes if x in nodes and any(x in network.parents[y] for y in K))
+                    if len(parents) < 2:
+                        continue
+                    fronts.append(model.grouping_trade_offs(network, K, terms["message"][K], parents, nodes))
+                    costs.append(sum(absorb[(P, K)][0] for P in unplaced if (P, K) in absorb and parents[0] not in P))
+                    alone = min(e + a for e, a in fronts[-1])
+                    cost = costs[-1] + sum(excess[P] for P in unplaced if len(P & set(parents)) >= 2)
+                    assert alone <= cost + 1e-9 * max(1.0, cost), (network.edges, mapping, sorted(K), parents,
+                                                                    sorted(nodes))
+                    checks += 1
+                    tight += alone > 0 and math.isclose(alone, cost)
+                if len(fronts) >= 2:
+                    bound = least_grouping(fronts)
+                    cost = sum(costs) + sum(excess[P] for P in unplaced)
+                    assert bound <= cost + 1e-9 * max(1.0, cost), (network.edges, mapping, sorted(nodes))
+                    joint += bound > max(min(e + a for e, a in front) for front in fronts)
     assert checks > 20_000 and tight > 2_000 and joint > 100
 
 
@@ -495,26 +500,20 @@ def test_a_layer_costs_at_least_its_bound_for_the_children_below():
     # pay at least the bound, for the cluster-layers below L with parents in L, in
     # absorptions of their messages and in the excess of their eliminations (the oracle's)
     checks = tight = 0
-    for network, mappings in oracle_networks(80, 60, seed=11):
-        topo = Topology(network)
-        layer = layers(network)
-        for model in ORACLE_MODELS:
-            for mapping in mappings:
-                terms = absorption_terms(network, [topo.names(c) for c in mapping], model)
-                absorb, excess = terms["absorb"], terms["excess"]
-                for L in {layer[next(iter(P))] for P in excess}:
-                    level = [P for P in excess if layer[next(iter(P))] == L]
-                    nodes = tuple(x for x in network.nodes if layer[x] == L)
-                    children = tuple((K, terms["message"][K]) for K in terms["message"] if layer[next(iter(K))] < L
-                                     and any(p in nodes for y in K for p in network.parents[y]))
-                    if not children:
-                        continue
-                    cost = sum(absorb[(P, K)][0] for P in level for K, _ in children if (P, K) in absorb)
-                    cost += sum(excess[P] for P in level)
-                    bound = model.layer_lower_bound(network, children, nodes)
-                    assert bound <= cost + 1e-9 * max(1.0, cost), (network.edges, mapping, L)
-                    checks += 1
-                    tight += bound > 0 and math.isclose(bound, cost)
+    for network, model, mapping, terms, level in oracle_layers(80, 60, seed=11):
+        absorb, excess, layer = terms["absorb"], terms["excess"], terms["layer"]
+        L = layer[next(iter(level[0]))]
+        nodes = tuple(x for x in network.nodes if layer[x] == L)
+        children = tuple((K, terms["message"][K]) for K in terms["message"] if layer[next(iter(K))] < L
+                         and any(p in nodes for y in K for p in network.parents[y]))
+        if not children:
+            continue
+        cost = sum(absorb[(P, K)][0] for P in level for K, _ in children if (P, K) in absorb)
+        cost += sum(excess[P] for P in level)
+        bound = model.layer_lower_bound(network, children, nodes)
+        assert bound <= cost + 1e-9 * max(1.0, cost), (network.edges, mapping, L)
+        checks += 1
+        tight += bound > 0 and math.isclose(bound, cost)
     assert checks > 1_000 and tight > 100
 
 

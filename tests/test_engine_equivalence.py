@@ -111,7 +111,7 @@ def test_bnlearn_networks_run_the_same_trajectory_on_both_engines(name, iteratio
 
 def test_collecting_the_store_changes_nothing_of_the_search():
     """The core drops the sequences nothing holds (and renumbers the rest) as its store
-    grows: a search collected every 250 iterations (child's proof takes 3,378) runs the Python
+    grows: a search collected every 250 iterations (child's proof takes 3,236) runs the Python
     engine's trajectory."""
     python, native = engines()
     network = load_network("child")

@@ -18,24 +18,22 @@ twice the last.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import math
 import time
-from collections.abc import Callable
 from typing import Any
 
 from ..limits import Limits, StepEnd, StopReason, Stopwatch
 from ..progress import Progress, Rescanned
 from ..search.engine import Engine, new_engine
 from ..search.heuristics import FIRST_BUDGET, incumbent
-from ..search.outcome import OnImprovement, SearchOutcome, announce, outcome
+from ..search.outcome import OnImprovement, announce, outcome
 from ..search.problem import Problem
 from ..search.state import Contour, Improvement, Resumption, SearchState, counters, write_size
 from ..search.tolerance import TOLERANCE, within
-from .loop import Ending, Saver, Turn, drive
+from .loop import Ending, Saver, Turn
 from .serial import TURN_SECONDS
 
-__all__ = ["BUDGET", "ContourSearch", "FEW", "FIRST_STEP", "FLOOR", "GROWTH", "budget", "contour_search", "next_value"]
+__all__ = ["BUDGET", "ContourSearch", "FEW", "FIRST_STEP", "FLOOR", "GROWTH", "budget", "next_value"]
 
 FIRST_STEP = 0.005  # the first contour lies this share above the root bound
 GROWTH = 2.0  # each contour is meant to cost this many times the expansions of the one before
@@ -77,28 +75,6 @@ def budget(contour: Contour) -> int:
     contours proven."""
     last = contour.done[-1][1] if contour.done else 0
     return max(FLOOR, int(BUDGET * GROWTH * last)) * 2 ** contour.given_up
-
-
-def contour_search(
-    problem: Problem,
-    alpha: float = 0.6,
-    seed: int = 0,
-    limits: Limits | None = None,
-    on_improvement: OnImprovement | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
-    saver: Saver | None = None,
-    resume: Resumption | None = None,
-    first_budget: int = FIRST_BUDGET,
-) -> SearchOutcome:
-    """Run DCMAP serially by contours on one connected problem (see the module
-    docstring), checkpointing to ``saver``, or continuing from ``resume``; ``first_budget``
-    is the beam's budget for the first mapping (:func:`~dcmap_dist.search.heuristics.incumbent`)."""
-    try:
-        search = ContourSearch(problem, alpha, seed, limits, on_improvement, resume, reports=on_progress is not None,
-                               first_budget=first_budget)
-        return drive(search, saver, on_progress)
-    finally:
-        gc.unfreeze()  # each step froze what was alive (Explorer.step): give it back to the collector
 
 
 class ContourSearch:

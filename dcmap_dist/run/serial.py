@@ -11,46 +11,22 @@ every optimal mapping in :mod:`dcmap_dist.search.histories`.
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Callable
 from typing import Any
 
 from ..limits import Limits, StepEnd, StopReason, Stopwatch
 from ..progress import Progress, Rescanned
 from ..search.engine import Engine, new_engine
 from ..search.heuristics import incumbent
-from ..search.outcome import OnImprovement, SearchOutcome, announce, outcome
+from ..search.outcome import OnImprovement, announce, outcome
 from ..search.problem import Problem
 from ..search.state import Improvement, Resumption, SearchState, counters, write_size
 from ..settings import FIRST_BUDGET
-from .loop import Ending, Saver, Turn, drive
+from .loop import Ending, Saver, Turn
 
-__all__ = ["SerialSearch", "TURN_SECONDS", "dcmap_search"]
+__all__ = ["SerialSearch", "TURN_SECONDS"]
 
 TURN_SECONDS = 0.25  # a turn of the serial loop: how often it pauses to report progress and save
-
-
-def dcmap_search(
-    problem: Problem,
-    alpha: float = 0.6,
-    seed: int = 0,
-    limits: Limits | None = None,
-    on_improvement: OnImprovement | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
-    saver: Saver | None = None,
-    resume: Resumption | None = None,
-    first_budget: int = FIRST_BUDGET,
-) -> SearchOutcome:
-    """Run DCMAP serially on one connected problem (see the module docstring),
-    checkpointing to ``saver``, or continuing from ``resume``; ``first_budget`` is the
-    beam's budget for the first mapping (:func:`~dcmap_dist.search.heuristics.incumbent`)."""
-    try:
-        search = SerialSearch(problem, alpha, seed, limits, on_improvement, resume, reports=on_progress is not None,
-                              first_budget=first_budget)
-        return drive(search, saver, on_progress)
-    finally:
-        gc.unfreeze()  # each step froze what was alive (Explorer.step): give it back to the collector
 
 
 class SerialSearch:

@@ -85,7 +85,7 @@ def distributed_search(problem: Problem, alpha: float, seed: int, options: RayOp
                        first_budget: int = FIRST_BUDGET) -> SearchOutcome:
     """Run DCMAP on one connected problem on Ray workers as ``options`` say (Ray must be
     connected: :func:`.cluster.connect`); the same outcome as
-    :func:`run.serial.dcmap_search`, with the same checkpoints (``saver``) and resumption
+    :class:`run.serial.SerialSearch`, with the same checkpoints (``saver``) and resumption
     (``resume``), and the same first mapping (``first_budget``: the beam's budget). If Ray
     itself is lost, the best mapping heard of (:meth:`RaySearch.lost`)."""
     started = time.perf_counter()

@@ -162,7 +162,7 @@ class LowerBound:
                 nearby += least_grouping(fronts)
             if self._layers is not None and next_layer:
                 children = tuple(item for item in frontier if self._parents_of[item[0]] & next_layer)
-                whole = self._layers[(children, next_layer)]
+                whole = self._layers.lookup((children, next_layer))
                 if whole > nearby:
                     nearby = whole
             bound += nearby
@@ -276,15 +276,17 @@ def least_grouping(fronts: list[tuple[tuple[float, float], ...]]) -> float:
 
 
 def _layer_bounds(model: Any | None, graph: Network, topo: Topology,
-                  message: Callable[[Hashable], Hashable]) -> Memo | None:
+                  message: Callable[[Hashable], Hashable]) -> RecentMemo | None:
     """The memo of ``(frontier items, next_layer)`` -> the model's ``layer_lower_bound`` for
     the placed cluster-layers with parents in ``next_layer``, the unplaced nodes of the
-    next layer to build; or None (no such hook)."""
+    next layer to build; or None (no such hook). It keeps what was asked recently, as the
+    bound's own memo does (:data:`KNOWN_KEPT`): there are about as many keys as points."""
     hook = getattr(model, "layer_lower_bound", None)
     if hook is None:
         return None
-    return Memo(lambda key: float(hook(graph, tuple([(topo.names(members), message(held)) for members, held in key[0]]),
-                                       tuple(topo.network.nodes[i] for i in bits(key[1])))))
+    return RecentMemo(lambda key: float(hook(graph, tuple([(topo.names(members), message(held))
+                                                          for members, held in key[0]]),
+                                             tuple(topo.network.nodes[i] for i in bits(key[1])))), KNOWN_KEPT)
 
 
 def _grouping_bounds(model: Any | None, graph: Network, topo: Topology, parents_of: Memo,

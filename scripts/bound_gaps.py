@@ -15,7 +15,6 @@ are printed, and with ``--out`` appended to a CSV with the commit and the comman
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import json
 import shlex
@@ -26,6 +25,7 @@ from pathlib import Path
 from benchmark_engine import network_spec
 
 from dcmap_dist import DcmapCost, load_network
+from dcmap_dist.io.outputs import append_csv_row
 from dcmap_dist.search.problem import Problem
 
 # the optimum of every network proven (results/README.md), or the best cost known
@@ -86,7 +86,6 @@ def main() -> None:
     args = parser.parse_args()
     commit = subprocess.run(["git", "-C", str(Path(__import__("dcmap_dist").__file__).parent), "rev-parse", "--short",
                              "HEAD"], capture_output=True, text=True).stdout.strip()
-    rows = []
     for label in args.networks.split(","):
         problem = problem_of(label)
         root = problem.score(problem.root()).bound
@@ -98,14 +97,8 @@ def main() -> None:
                "slack_by_layer": " ".join(f"{value}%" for value in layers),
                "date": datetime.date.today().isoformat(), "command": shlex.join(["python", *sys.argv])}
         print(f"{label:18} root bound {root:12.1f}  gap {row['root_gap']}%  {row['slack_by_layer']}", flush=True)
-        rows.append(row)
-    if args.out:
-        new = not args.out.exists()
-        with args.out.open("a", newline="") as out:
-            writer = csv.DictWriter(out, COLUMNS)
-            if new:
-                writer.writeheader()
-            writer.writerows(rows)
+        if args.out:
+            append_csv_row(args.out, row, COLUMNS)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ summed over the network's components, on the Python Problem the heuristics run o
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from dcmap_dist.cost.user import load_cost  # noqa: E402
 from dcmap_dist.io.load import load_network  # noqa: E402
+from dcmap_dist.io.outputs import append_csv_row  # noqa: E402
 from dcmap_dist.limits import Limits, Stopwatch  # noqa: E402
 from dcmap_dist.search.heuristics import FIRST_BUDGET, incumbent  # noqa: E402
 from dcmap_dist.search.problem import Problem  # noqa: E402
@@ -62,13 +62,7 @@ def main() -> None:
                "new_cost": round(new, 1), "new_seconds": round(new_s, 2), "budget": args.budget}
         print(row, flush=True)
         if args.output:
-            path = Path(args.output)
-            fresh = not path.exists()
-            with path.open("a", newline="") as out:
-                writer = csv.DictWriter(out, COLUMNS)
-                if fresh:
-                    writer.writeheader()
-                writer.writerow(row)
+            append_csv_row(Path(args.output), row, COLUMNS)
 
 
 if __name__ == "__main__":

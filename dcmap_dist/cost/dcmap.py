@@ -77,9 +77,7 @@ class DcmapCost:
         _check_range(graph, self.addition)
         card = graph.card
         add = self.addition
-        jcpt = set(ctx.nodes)
-        for x in ctx.nodes:
-            jcpt.update(graph.parents[x])
+        jcpt = _jcpt(graph, ctx.nodes)
         link = {x for c in ctx.children if not c.same_cluster for x in _parents_in(graph, c, ctx.nodes)}
         scope: set[str] = set()
         cost = 0.0
@@ -299,8 +297,7 @@ class DcmapCost:
             excess = _grouping_excess(graph, group, position, cpt)
             if first in group:
                 return excess, 0.0
-            near = set(group).union(*(graph.parents[x] for x in group))
-            return excess, _least_absorption(add, size, _size(graph, message & near), most)
+            return excess, _least_absorption(add, size, _size(graph, message & _jcpt(graph, group)), most)
 
         parts = {}  # each group's part, computed once (a group is in many groupings)
         for count in range(1, len(parents) + 1):
@@ -344,7 +341,7 @@ class DcmapCost:
             part = [0.0] * (1 << len(group))  # a subset of the group as one cluster-layer: its part
             for subset in range(1, 1 << len(group)):
                 members = [x for x in group if subset & bit[x]]
-                near = set(members).union(*(graph.parents[x] for x in members))
+                near = _jcpt(graph, members)
                 value = added(_least_absorption(add, size, _size(graph, message & near), most)
                               for (_, size, message, most), mask in zip(kids, held) if mask & subset)
                 part[subset] = value + _grouping_excess(graph, members, position, cpt)
@@ -364,6 +361,12 @@ class DcmapCost:
                 least[subset] = best
             total += least[-1]
         return total
+
+def _jcpt(graph: Network, nodes: Iterable[str]) -> set[str]:
+    """``Jcpt``: the ``nodes`` and their parents, every node their CPTs mention (what a
+    cluster-layer of them keeps of an absorbed message)."""
+    return set(nodes).union(*(graph.parents[x] for x in nodes))
+
 
 def _least_absorption(add: float, size: int, kept_least: int, kept_most: int) -> float:
     """The least of ``a(|J| - |m|) + |m|`` (marginalising message ``J`` and multiplying

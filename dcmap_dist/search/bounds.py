@@ -137,7 +137,7 @@ class LowerBound:
         groupings = self._groupings
         if absorptions is not None or groupings is not None:
             absorbers = self._absorbers[rest]
-            next_layers = self._next_layers
+            next_layer = self._next_layers[rest]
             given: dict[int, list] = {}
             fronts = []  # the grouping trade-offs of each frontier item with parents to group
             for item in frontier:
@@ -149,8 +149,7 @@ class LowerBound:
                     else:
                         items.append(item)
                 if shared and groupings is not None:
-                    fronts.append(groupings[(item, next_layers[rest])])
-            next_layer = next_layers[rest]
+                    fronts.append(groupings[(item, next_layer)])
             nearby = 0.0  # the next layer's part: its absorbers' absorptions and the groupings
             if absorptions is not None:
                 for x, items in given.items():

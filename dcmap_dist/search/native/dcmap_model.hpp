@@ -76,7 +76,7 @@ class DcmapModel {
     // DcmapCost.evaluate: false if a count passes 2^53 (ask Python)
     bool evaluate(const Mask& nodes, std::span<const Child> children, double& cost, Mask& message) const {
         const double add = d_.addition;
-        Mask jcpt = nodes | topo_.union_of(topo_.parents, nodes);
+        Mask jcpt = this->jcpt(nodes);
         Mask link;
         for (const Child& c : children)
             if (!c.same) link |= topo_.union_of(topo_.parents, c.nodes) & nodes;
@@ -187,9 +187,12 @@ class DcmapModel {
     const ModelTables d_;
     std::vector<std::vector<std::pair<Mask, double>>> absorbing_;  // per layer, (children there, charge) of each absorber
     std::vector<int> by_eliminate_, by_naive_;
-    std::vector<Mask> spread_;
-    std::vector<Front> fronts_;  // bound's grouping trade-offs, per frontier item with parents to group  // per node, the parents its additive absorbed part is spread over
+    std::vector<Mask> spread_;   // per node, the parents its additive absorbed part is spread over
+    std::vector<Front> fronts_;  // bound's grouping trade-offs, per frontier item with parents to group
     std::vector<std::pair<int, std::vector<size_t>>> given_;  // absorber -> its frontier items, first met first
+
+    // Jcpt: the nodes and their parents (what a cluster-layer of them keeps of an absorbed message)
+    Mask jcpt(const Mask& nodes) const { return nodes | topo_.union_of(topo_.parents, nodes); }
 
     // |S|, the product of the nodes' cards; none past 2^53
     std::optional<uint64_t> size(const Mask& nodes) const {
@@ -394,7 +397,7 @@ class DcmapModel {
                 part[g] = {*excess, 0.0};
                 continue;
             }
-            near = group | topo_.union_of(topo_.parents, group);
+            near = jcpt(group);
             auto kept = size(item.message & near);
             if (!kept) return std::nullopt;
             part[g] = {*excess, least_absorption(d_.addition, *whole, *kept, *most)};
@@ -458,7 +461,7 @@ class DcmapModel {
                 Mask nodes;
                 for (size_t k = 0; k < count; ++k)
                     if (subset >> k & 1) nodes.set(members[k]);
-                Mask near = nodes | topo_.union_of(topo_.parents, nodes);
+                Mask near = jcpt(nodes);
                 double value = 0.0;
                 for (const Kid& kid : kids)
                     if (kid.parents.intersects(nodes)) {

@@ -168,6 +168,7 @@ def combine(network: Network, model: CostModel, settings: SearchSettings, proble
             "solutions": count, "stop_reason": outcome.stop_reason,
             "link_records": outcome.link_records,
             **({"distributed": outcome.statistics} if outcome.statistics else {}),
+            **({"contours": [list(c) for c in outcome.contours]} if outcome.contours is not None else {}),
         })
         offset += outcome.iterations
     solutions = []

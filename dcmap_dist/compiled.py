@@ -58,7 +58,7 @@ KNOWN_BAD_CYTHON = {
     "3.3.0": "it miscompiles cascaded assignments and annotated locals (Cython issues 7937 and 7994, fixed "
              "in 3.3.1; every solve crashed with a segmentation fault when it compiled the Python engine)",
 }
-SLOWER = "11 to 27 times slower"  # the Python engine's search against the native one's (results/native-engine.md)
+SLOWER = "20 to 27 times slower"  # the plain Python engine's search CPU against the native one's (results/native-engine.md: 19.7, 26.7)
 
 
 class BuildError(ImportError):

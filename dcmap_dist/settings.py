@@ -5,7 +5,8 @@ of a resumed checkpoint, and into the result.
 The settings that define the search (:data:`IDENTITY`: its cost model, scheme, link key,
 bound switch, alpha and seed) must agree between a checkpoint and the search that
 resumes it; the others (how many workers, where the link table lives, how often a
-snapshot is taken) may change at every resumption.
+snapshot is taken, whether components are searched by contours) may change at every
+resumption.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from .model.mappings import SCHEMES
 
-__all__ = ["IDENTITY", "LINK_KEYS", "LINK_TABLES", "METHODS", "SearchSettings"]
+__all__ = ["FIRST_BUDGET", "IDENTITY", "LINK_KEYS", "LINK_TABLES", "METHODS", "SearchSettings"]
 
 METHODS = ("dcmap", "bfs", "brute")
 LINK_KEYS = ("lean", "full")
@@ -27,6 +28,8 @@ LINK_TABLES = ("sharded", "coordinator")
 # what a checkpoint records of the search and a resumption must repeat (the cost model is
 # recorded by its description, which holds order and addition for the built-in model)
 IDENTITY = ("cost", "order", "addition", "scheme", "link_key", "use_bound", "alpha", "seed")
+# expansions the beam search of a search's first mapping may take (search/heuristics.py)
+FIRST_BUDGET = 4096
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ class SearchSettings:
     workers: int = 1
     link_table: str = "sharded"
     snapshot_every: float | None = 30.0
+    first_budget: int = FIRST_BUDGET
+    contours: bool = False
 
     def __post_init__(self) -> None:
         for name, choices in (("scheme", SCHEMES), ("method", METHODS), ("link_key", LINK_KEYS),
@@ -63,6 +68,16 @@ class SearchSettings:
             raise ValueError(f"seed must be an integer, got {self.seed!r}")
         if isinstance(self.workers, bool) or not isinstance(self.workers, numbers.Integral) or self.workers < 1:
             raise ValueError(f"workers must be a positive integer, got {self.workers!r}")
+        budget = self.first_budget
+        if isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget < 0:
+            raise ValueError(f"first_budget must be a non-negative integer, got {budget!r}")
+        if not isinstance(self.contours, bool):
+            raise ValueError(f"contours must be True or False, got {self.contours!r}")
+        if self.contours and self.method != "dcmap":
+            raise ValueError(f"contours are a way of running the dcmap method, not {self.method}")
+        if self.contours and self.distributed:
+            raise ValueError("the search by contours runs serially only (not yet on Ray workers): "
+                             "give workers 1, or leave contours out")
         every = self.snapshot_every
         if every is not None and (isinstance(every, bool) or not isinstance(every, numbers.Real)
                                   or not 0 < every < math.inf):

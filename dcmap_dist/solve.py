@@ -24,15 +24,16 @@ from .limits import Limits, StopReason, Stopwatch
 from .model.network import Network
 from .progress import Progress
 from .result import SolveResult
-from .run.loop import Saver
-from .run.serial import dcmap_search
+from .run.contours import ContourSearch
+from .run.loop import Saver, drive_serially
+from .run.serial import SerialSearch
 from .search.baselines import bfs_search, brute_force_search
 from .search.engine import NATIVE_NODES, runs_natively
 from .search.heuristics import all_singletons
 from .search.outcome import OnImprovement, SearchOutcome
 from .search.problem import Problem
 from .search.state import Resumption
-from .settings import METHODS, SearchSettings
+from .settings import FIRST_BUDGET, METHODS, SearchSettings
 
 __all__ = ["METHODS", "solve"]
 
@@ -58,6 +59,8 @@ def solve(
     address: str | None = None,
     link_table: str = "sharded",
     snapshot_every: float | None = 30.0,
+    first_budget: int = FIRST_BUDGET,
+    contours: bool = False,
     checkpoint: str | Path | None = None,
     checkpoint_every: float | None = None,
     resume: str | Path | Any | None = None,
@@ -120,6 +123,16 @@ def solve(
     snapshot_every : float or None
         Least seconds between the snapshots from which a lost worker is recovered
         (None: none, and a lost worker fails the search).
+    first_budget : int
+        Expansions the beam search for the search's first mapping may take (4096; 0: the
+        greedy dive and all singletons only). It changes how fast the proof goes, never
+        its result (docs/search.md, "The first mapping").
+    contours : bool
+        Search each component by contours (serially only): a proven lower bound that
+        rises as the search goes (docs/search.md, "A proven lower bound that rises:
+        contours"); the result is the same. A component whose checkpoint was taken
+        during a contour goes on by contours, one taken during the ordinary search as
+        the ordinary search, whatever this says.
     checkpoint : path, optional
         A folder where the search's state is written as Arrow tables every
         ``checkpoint_every`` seconds (default 600), when a limit or an interrupt stops
@@ -154,7 +167,7 @@ def solve(
     >>> round(result.optimal_cost, 6), result.proven_optimal, result.solution_count
     (54.0, True, 3)
     >>> result.solutions[0].clusters
-    [['A'], ['B'], ['C'], ['D', 'G'], ['E'], ['F']]
+    [['A', 'D', 'G'], ['B'], ['C'], ['E'], ['F']]
 
     A cost model can be a function of a cluster-layer's context:
 
@@ -166,7 +179,8 @@ def solve(
     given = {name: value for name, value in (
         ("cost", cost), ("order", order), ("addition", addition), ("scheme", scheme), ("method", method),
         ("link_key", link_key), ("use_bound", use_bound), ("alpha", alpha), ("seed", seed)) if value is not None}
-    run = {"workers": workers, "link_table": link_table, "snapshot_every": snapshot_every}
+    run = {"workers": workers, "link_table": link_table, "snapshot_every": snapshot_every,
+           "first_budget": first_budget, "contours": contours}
     settings = SearchSettings(**given, **run)  # every value checked before anything is opened
     resumed_from = None if resume is None else getattr(resume, "directory", resume)  # a Resume, or its folder
     if checkpoint is None:
@@ -241,6 +255,9 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
         outcomes = resumed.finished()
         if len(outcomes) < len(problems):
             in_progress = resumed.in_progress(problems[len(outcomes)])
+        if in_progress is not None and in_progress.contour is not None and settings.distributed:
+            raise ValueError("this checkpoint was taken during a contour, and the search by contours runs serially "
+                             "only (not yet on Ray workers): resume it with workers 1")
         start -= resumed.metadata["solve_elapsed"]
     anytime = Anytime(network, problems, settings.method, start, watch)
     if anytime.stopped is not None:  # a limit reached before any search
@@ -255,7 +272,10 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
         offset = sum(done.iterations for done in outcomes)
         before = offset
         if in_progress is not None:
-            standing[len(outcomes)] = (in_progress.g_min, anytime.bounds_of[len(outcomes)])
+            bound = anytime.bounds_of[len(outcomes)]
+            if in_progress.contour is not None:  # the contours' proven bound
+                bound = max(bound, in_progress.contour.proven)
+            standing[len(outcomes)] = (in_progress.g_min, bound)
             before += in_progress.iterations
         anytime.restore(list(resumed.metadata["solve_trace"]), list(resumed.metadata.get("solve_bounds", [])),
                         standing)
@@ -356,19 +376,22 @@ class _Runner:
             on_progress: Callable[[Progress], None] | None, saver: Saver | None = None,
             resume: Resumption | None = None) -> SearchOutcome:
         settings = self.settings
+        by_contours = settings.contours if resume is None else resume.contour is not None
         if settings.distributed:
             from .run.ray.driver import distributed_search
 
             if self.started_ray and limits.time_limit is not None:  # Ray's stop is inside the time limit too
                 limits = replace(limits, time_limit=max(1e-3, limits.time_limit - RAY_STOP_SECONDS))
             outcome = distributed_search(problem, settings.alpha, settings.seed, self.options, limits, improved,
-                                         on_progress, saver, resume)
+                                         on_progress, saver, resume, settings.first_budget)
             if self.ray_start is not None:
                 outcome.statistics["ray_start_seconds"] = round(self.ray_start, 3)
                 self.ray_start = None
             return outcome
         if settings.method == "dcmap":
-            return dcmap_search(problem, settings.alpha, settings.seed, limits, improved, on_progress, saver, resume)
+            backend = ContourSearch if by_contours else SerialSearch
+            return drive_serially(lambda: backend(problem, settings.alpha, settings.seed, limits, improved, resume,
+                                                  on_progress is not None, settings.first_budget), saver, on_progress)
         if settings.method == "bfs":
             return bfs_search(problem, limits, improved, on_progress)
         return brute_force_search(problem, limits, improved, on_progress)

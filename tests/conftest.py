@@ -9,7 +9,7 @@ import pytest
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--full", action="store_true",
-                     help="run the whole suite, the tests marked slow too (about 45 minutes; CI runs it). Without "
+                     help="run the whole suite, the tests marked slow too (about 50 minutes on 2 cores; CI runs it). Without "
                           "it, and without -m or a test named by its id, the quick subset runs: the slow tests are "
                           "deselected")
 

@@ -93,12 +93,27 @@ class RaisedGroupings(DcmapCost):
     grouping part is the largest over the frontier and binds a whole branch's bound less
     often than the others; raised by 2% it is caught by the oracle test in test_cost_dcmap.py.)"""
 
-    def grouping_lower_bound(self, graph, nodes, message, parents, layer_nodes):
-        return 1.5 * super().grouping_lower_bound(graph, nodes, message, parents, layer_nodes)
+    def grouping_trade_offs(self, graph, nodes, message, parents, layer_nodes):
+        return tuple((1.5 * e, 1.5 * a) for e, a in super().grouping_trade_offs(graph, nodes, message, parents, layer_nodes))
 
 
-@pytest.mark.parametrize("model, seeds", [(RaisedAbsorptions(), range(400, 430)), (RaisedGroupings(), range(400, 500))],
-                         ids=["absorptions", "groupings"])
+class RaisedAdditive(DcmapCost):
+    """The dcmap model with its additive absorbed parts raised by half: no longer admissible."""
+
+    def additive_absorbed_lower_bounds(self, graph):
+        return {y: (1.5 * part, parents) for y, (part, parents) in super().additive_absorbed_lower_bounds(graph).items()}
+
+
+class RaisedLayers(DcmapCost):
+    """The dcmap model with its next layer's bound raised by a tenth: no longer admissible."""
+
+    def layer_lower_bound(self, graph, children, layer_nodes):
+        return 1.1 * super().layer_lower_bound(graph, children, layer_nodes)
+
+
+@pytest.mark.parametrize("model, seeds", [(RaisedAbsorptions(), range(400, 430)), (RaisedGroupings(), range(400, 500)),
+                                          (RaisedAdditive(), range(400, 500)), (RaisedLayers(), range(400, 430))],
+                         ids=["absorptions", "groupings", "additive", "layers"])
 def test_the_admissibility_walk_catches_a_bound_part_raised(model, seeds):
     violations, _, _ = bound_violations(model, seeds)
     assert violations
@@ -118,9 +133,10 @@ def test_the_bound_charges_every_absorbing_layer_and_the_absorptions_to_come():
     absorber = model.absorber_lower_bounds(network)
     absorbed = model.absorbed_lower_bounds(network)
     assert absorber == {"a": 2.0, "r": 3.0, "b": 3.0, "c": 2.0}
-    # b: its parents a and r together (0.6 (6 - 5), and cpt(r) (2 - 1) = 3 more: r, eliminated
-    # first, with a multiplied in) or apart (0.6 (6 - 2) + 0.6 (6 - 3)); c: b just above, a further up
-    assert absorbed == {"b": pytest.approx(0.6 + 3.0), "c": pytest.approx(0.6 * 3 + 0.6 * 4)}
+    # b: its parents a and r apart (0.6 (6 - 2) + 0.6 (6 - 3)) or together (0.6 (6 - 5), and
+    # cpt(a) (3 - 1) = 4 more: a, eliminated first by the cpt order, with r multiplied in);
+    # c: b just above, a further up
+    assert absorbed == {"b": pytest.approx(0.6 * 4 + 0.6 * 3), "c": pytest.approx(0.6 * 3 + 0.6 * 4)}
     # c's message {a, b} (6 entries) is absorbed in layer 1 by b's cluster-layer, which
     # keeps all of it (6 to multiply in), and in layer 2 by a's, which keeps {a}
     assert message == frozenset("ab")
@@ -134,6 +150,34 @@ def test_the_bound_charges_every_absorbing_layer_and_the_absorptions_to_come():
     assert problem.lower_bound(root) == pytest.approx(expected, rel=1e-12)
     # switched off, the bound is 0
     assert Problem(network, model, use_bound=False).lower_bound(root) == 0.0
+
+
+def test_the_additive_absorbed_parts_add_up_over_nodes_with_spread_parents():
+    # layer 1: y1, y2, y3 and y4 with parents {a1, b1}, {a2, b2}, {a1, b1} again and {a1, b2}
+    # (cards 3; a in layer 2, b in layer 3: one absorber in each). y1 and y2 add up
+    # (9 + 9 <= 81), y3 with y1 does not (18 > 9), y4 with y1 and y2 does (every subset:
+    # 27 <= 243, 18 <= 81 or 27): the layer is charged 3 parts, where the largest
+    # absorbed part is one
+    states = {"b1": 3, "b2": 3, "a1": 3, "a2": 3, "y1": 2, "y2": 2, "y3": 2, "y4": 2, "z": 2}
+    arcs = [("b1", "a1"), ("b2", "a2"), ("a1", "y1"), ("b1", "y1"), ("a2", "y2"), ("b2", "y2"), ("a1", "y3"),
+            ("b1", "y3"), ("a1", "y4"), ("b2", "y4"), ("y1", "z"), ("y2", "z"), ("y3", "z"), ("y4", "z")]
+    network = Network("spread", list(states), states, arcs)
+    model = DcmapCost()
+    parts = model.additive_absorbed_lower_bounds(network)
+    one = 2 * 0.6 * (9 - 3)  # a layer of parents, and its absorber, for each parent
+    assert parts["y1"] == (pytest.approx(one), ("b1", "a1"))  # in the order of its parents
+    absorbed = model.absorbed_lower_bounds(network)
+    assert absorbed["y1"] == pytest.approx(one)
+    problem = Problem(network, model)
+    bound = problem.bound
+    y1, y2, y3, y4 = (network.index[y] for y in ("y1", "y2", "y3", "y4"))
+    assert bound.additive_part([y1, y2]) == pytest.approx(2 * one)
+    assert bound.additive_part([y1, y3]) == pytest.approx(one)
+    assert bound.additive_part([y1, y2, y4]) == pytest.approx(3 * one)
+    assert bound.additive_part([y1, y2, y3, y4]) == pytest.approx(3 * one)
+    layer_1 = [y1, y2, y3, y4]
+    assert bound._unplaced_part(sum(1 << i for i in layer_1)) == pytest.approx(
+        sum(bound.own[i] for i in layer_1) + sum(charge for _, charge in bound.absorbing[1]) + 3 * one)
 
 
 class PerMessage:

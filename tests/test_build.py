@@ -209,7 +209,7 @@ def test_a_native_engine_not_built_is_one_warning_with_the_reason(package, capsy
     assert main(["info", "paper-example"]) == 0
     err = capsys.readouterr().err.splitlines()
     assert err == ["dcmap: warning: the native engine is not built (no C++ compiler: g++ is not found); searches "
-                   "run on the Python engine, 11 to 27 times slower: install g++ and the Python headers "
+                   "run on the Python engine, 20 to 27 times slower: install g++ and the Python headers "
                    "(Debian, Ubuntu: apt-get install g++ python3-dev), then run `pip install -e .` again in "
                    f"{package.parent}"]
     assert build_warnings() == []  # once per process, also for solve()

@@ -21,7 +21,9 @@ from dcmap_dist.checkpoint.arrow import generations
 pytestmark = pytest.mark.ray
 
 # about 10 s on two native workers (seagrass two slices, 1 s, ended before a signal landed)
-WATER = ["solve", "water"]
+# the full key (more branches, the same answer): about 5 s serially, long enough to act on a running
+# search on two workers (with the lean key water is proven in about 3 s since issue 57)
+WATER = ["solve", "water", "--link-key", "full"]
 OPTIMUM = (34967.4, 5233)  # water (results/)
 
 

@@ -47,16 +47,17 @@ def small_disk(folder: Path, size: str = "200k") -> Iterator[bool]:
 
 @pytest.mark.slow
 def test_a_full_disk_during_a_checkpoint_writes_the_result_and_resumes(tmp_path):
-    """Water checkpointed every half second into an 80 MiB tmpfs (its generations take
-    30 to 37 MiB, and a write needs room for the two before it: the third is refused),
+    """Water without the bound (its proof with the bound takes 3 s and little room),
+    checkpointed every half second into an 80 MiB tmpfs (a write needs room for the two
+    generations before it: one is refused),
     or a simulated ENOSPC on its second generation where no tmpfs can be mounted): exit code 6, the fault named,
     the best mapping in the result file (on another disk), no partial generation left;
     resume goes on from the last complete generation without any cleaning by hand."""
     ck, out = tmp_path / "ck", tmp_path / "result.json"
     with small_disk(ck, "80m") as mounted:
         env = {} if mounted else {FAULT_VARIABLE: "enospc:2"}
-        run = dcmap("solve", "water", "--checkpoint", str(ck), "--checkpoint-every", "0.5", "--time-limit", "60",
-                    "-o", str(out), "--quiet", env=env)
+        run = dcmap("solve", "water", "--no-bound", "--checkpoint", str(ck), "--checkpoint-every", "0.5",
+                    "--time-limit", "60", "-o", str(out), "--quiet", env=env)
         assert run.returncode == 6, run.stderr
         assert "No space left on device" in run.stderr and f"dcmap resume {ck}" in run.stderr
         assert "please report" not in run.stderr and "Traceback" not in run.stderr

@@ -209,7 +209,7 @@ def test_a_network_wider_than_the_native_engine_says_the_python_engine_searches_
     import dcmap_dist.search.engine as engine
 
     monkeypatch.setattr(engine, "NATIVE_NODES", 4)
-    with pytest.warns(UserWarning, match="component of 8 is searched by the Python engine, 11 to 27 times slower"):
+    with pytest.warns(UserWarning, match="component of 8 is searched by the Python engine, 20 to 27 times slower"):
         result = solve("asia")
     assert result.proven_optimal
 

@@ -269,6 +269,16 @@ _COUNTERS = {
     "first_trail": (lambda v: isinstance(v, list) and v and all(isinstance(x, int) for x in v[1:]), "a trail"),
     "next_owner": (lambda v: isinstance(v, int) and v >= 1, "an owner number"),
 }
+# a search by contours' counters.contour (absent from the ordinary search's and older checkpoints)
+_CONTOUR = {
+    "value": (lambda v: _number(v) and v > 0, "a positive cost"),
+    "proven": (_number, "a number"),
+    "before": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "an iteration count"),
+    "done": (lambda v: isinstance(v, list) and all(isinstance(d, list) and len(d) == 2 and _number(d[0])
+                                                   and isinstance(d[1], int) and d[1] >= 0 for d in v),
+             "a list of [value, expansions]"),
+    "given_up": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a count"),
+}
 _FINISHED = {
     "best_cost": (lambda v: _number(v) and v > 0, "a positive cost"),
     "proven": (lambda v: isinstance(v, bool), "true or false"),
@@ -297,6 +307,9 @@ def check_metadata(meta: dict[str, Any], path: Path) -> None:
     check("", meta, _TYPES)
     if meta["counters"] is not None:
         check("counters.", meta["counters"], _COUNTERS)
+        contour = meta["counters"].get("contour")
+        if contour is not None:
+            check("counters.contour.", contour if isinstance(contour, dict) else {}, _CONTOUR)
     for k, done in enumerate(meta["finished"]):
         check(f"finished[{k}].", done, _FINISHED)
     if len(meta["finished"]) != meta["component"]:

@@ -380,6 +380,11 @@ class Resume:
                           f"checkpoint {self.directory}; the search goes on from the best that can ({best})",
                           CheckpointWarning, stacklevel=2)
             counters["g_min"] = best
+        contour = counters.get("contour")
+        if contour is not None and (contour["proven"] > counters["g_min"] * (1 + 1e-9)
+                                    or contour["before"] > counters["iterations"]):
+            raise CheckpointError(f"{where}: counters.contour {contour} does not fit the best cost "
+                                  f"{counters['g_min']} and {counters['iterations']} iterations: altered or damaged")
 
     def _priced(self, problem: Problem, trail: list, histories: Mapping[int, Histories], cost: float, field: str) -> bool:
         """Whether the mapping of ``trail`` costs ``cost``: True, or False when a record

@@ -14,7 +14,7 @@ from ..compiled import describe
 from ..cost.dcmap import ELIMINATION_ORDERS
 from ..io.load import bundled_examples
 from ..model.mappings import SCHEMES
-from ..settings import LINK_KEYS, LINK_TABLES, METHODS
+from ..settings import FIRST_BUDGET, LINK_KEYS, LINK_TABLES, METHODS
 from .network_commands import run_cost, run_info, run_template
 from .picture_commands import run_draw, run_plot
 from .search_commands import MAX_SOLVE_NODES, run_resume, run_solve
@@ -145,9 +145,15 @@ def _run_options(parser: argparse.ArgumentParser, resuming: bool = False) -> Non
                         help="where the dominance table lives with --workers: sharded over the workers "
                              "(default) or on the coordinator (it does several times the "
                              "work: docs/distributed.md)")
+    parser.add_argument("--first-budget", type=_COUNT, default=FIRST_BUDGET, metavar="N",
+                        help=f"expansions the beam search for the first mapping may take (default {FIRST_BUDGET}; "
+                             "0: the greedy dive only); it speeds the proof, never changes the result")
     parser.add_argument("--snapshot-every", type=_POSITIVE, default=30.0, metavar="S",
                         help="with --workers: snapshot every S s at least (and every 10%% of the run), to "
                              "recover a lost worker (30)")
+    parser.add_argument("--contours", action="store_true",
+                        help="search by contours, serially: the lower bound shown is proven and rises as the "
+                             "search goes; the result is the same (docs/search.md)")
     if not resuming:
         parser.add_argument("--checkpoint", metavar="DIR",
                             help="write checkpoints (Arrow tables) to DIR, to resume with 'dcmap resume DIR'")

@@ -79,7 +79,8 @@ def _search(args: argparse.Namespace, network: Network | None, settings: dict[st
                 memory_limit_mb=args.memory_limit, max_solutions=args.max_solutions or None,
                 on_improvement=progress.improved, on_progress=progress.update,
                 workers=args.workers, address=args.address, link_table=args.link_table,
-                snapshot_every=args.snapshot_every, checkpoint_every=args.checkpoint_every, **settings,
+                snapshot_every=args.snapshot_every, contours=args.contours, checkpoint_every=args.checkpoint_every,
+                first_budget=args.first_budget, **settings,
             )
     finally:
         progress.close()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.network import Network
-from ..model.topology import added, layer_nodes, layers, scientific
+from ..model.topology import added, layers, scientific
 from .base import ChildClusterLayer, CostContext, CostError, child_order
 
 __all__ = ["ELIMINATION_ORDERS", "DcmapCost"]
@@ -25,6 +25,9 @@ MOST_GROUPED_PARENTS = 8  # absorbed_lower_bounds tries every grouping of at mos
 
 
 MOST_ORDERED_ABSORPTIONS = 10  # absorption_lower_bound tries every order of at most this many (2^10 subsets)
+
+
+MOST_PARTITIONED = 8  # layer_lower_bound tries every split of a linked group of at most this many parents (3^8 steps)
 
 
 @dataclass(frozen=True)
@@ -74,9 +77,7 @@ class DcmapCost:
         _check_range(graph, self.addition)
         card = graph.card
         add = self.addition
-        jcpt = set(ctx.nodes)
-        for x in ctx.nodes:
-            jcpt.update(graph.parents[x])
+        jcpt = _jcpt(graph, ctx.nodes)
         link = {x for c in ctx.children if not c.same_cluster for x in _parents_in(graph, c, ctx.nodes)}
         scope: set[str] = set()
         cost = 0.0
@@ -162,14 +163,14 @@ class DcmapCost:
         ``min(a, 1) (prod - sum)``, over the cards of two or more states of ``y``'s
         parents (the product) and of its parents in ``P`` (the sum); there is one absorber
         in every layer of ``y``'s parents, and the parents in the layer just above are
-        either in separate absorbers or together, and then the first elimination of their
-        cluster-layer multiplies the others in (``_grouping_excess``): the least over
-        the ways to group them."""
+        either in separate absorbers or together, and then each of their eliminations
+        multiplies the later ones in (``_grouping_excess``): the least over the ways to
+        group them."""
         _check_range(graph, self.addition)
         layer = layers(graph)
         weight = min(self.addition, 1.0)
-        by_layer = layer_nodes(graph)
         cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in graph.nodes}
+        position = elimination_positions(graph, self.order)
         bounds = {}
         for y in graph.nodes:
             product = math.prod(c for p in graph.parents[y] if (c := graph.card(p)) >= 2)
@@ -185,12 +186,37 @@ class DcmapCost:
             total = 0.0
             for l, parents in parents_by_layer.items():
                 if l == layer[y] + 1 and len(parents) <= MOST_GROUPED_PARENTS:
-                    total += min(added(left(g) + _grouping_excess(graph, g, by_layer[l], cpt) for g in groups)
+                    total += min(added(left(g) + _grouping_excess(graph, g, position, cpt) for g in groups)
                                  for groups in _set_partitions(parents))
                 else:  # at least one absorber, holding some of them
                     total += left(parents)
             if total > 0:
                 bounds[y] = total
+        return bounds
+
+    def additive_absorbed_lower_bounds(self, graph: Network) -> dict[str, tuple[float, tuple[str, ...]]]:
+        """For each node ``y`` with a parent of two states or more: what absorbing the message
+        of the cluster-layer that holds ``y`` costs, at least, beyond the other bounds, in a
+        form that adds up over nodes, and the parents that make it add up (the parents of
+        two states or more). For a set ``A`` of nodes of one layer in which every node has
+        such a parent that is no parent of another node of ``A``, the absorptions of the
+        cluster-layers holding ``A`` leave at least the sum over ``A`` (proof in
+        docs/cost-model.md): ``w (prod - sum)`` for every layer that holds parents of ``y``,
+        the product over ``y``'s parents and the sum over its parents there, as in
+        :meth:`absorbed_lower_bounds` without the groupings."""
+        _check_range(graph, self.addition)
+        layer = layers(graph)
+        weight = min(self.addition, 1.0)
+        bounds = {}
+        for y in graph.nodes:
+            parents = tuple(p for p in graph.parents[y] if graph.card(p) >= 2)
+            if not parents:
+                continue
+            product = math.prod(graph.card(p) for p in parents)
+            by_layer: dict[int, int] = {}  # every layer of y's parents holds an absorber
+            for p in graph.parents[y]:
+                by_layer[layer[p]] = by_layer.get(layer[p], 0) + (c if (c := graph.card(p)) >= 2 else 0)
+            bounds[y] = (added(_weighted(weight, product - total) for total in by_layer.values()), parents)
         return bounds
 
     def absorption_lower_bound(self, graph: Network, absorber: str,
@@ -244,38 +270,102 @@ class DcmapCost:
             least[subset] = best
         return least[-1]
 
-    def grouping_lower_bound(self, graph: Network, nodes: frozenset[str], message: frozenset[str],
-                             parents: tuple[str, ...], layer_nodes: frozenset[str]) -> float:
+    def grouping_trade_offs(self, graph: Network, nodes: frozenset[str], message: frozenset[str],
+                            parents: tuple[str, ...], layer_nodes: frozenset[str]) -> tuple[tuple[float, float], ...]:
         """What the cluster-layers of the next layer to build pay, beyond the other parts
         of the bound, for holding ``parents``: two or more unplaced parents of the placed
         cluster-layer ``nodes`` (message ``message``), all in that layer, whose unplaced
-        nodes are ``layer_nodes``. Parents apart: each cluster-layer that holds some of
-        them, but not the first (``parents[0]``, whose absorption ``absorption_lower_bound``
-        charges), absorbs the message again. Parents together: the cluster-layer's first elimination
-        finds them all in its scope (``_grouping_excess``). The least over the ways to
-        group them (proof in docs/cost-model.md)."""
+        nodes are ``layer_nodes``, as ``(excess, absorptions)`` pairs over the ways to group
+        them. Parents apart: each cluster-layer that holds some of them, but not the first
+        (``parents[0]``, whose absorption ``absorption_lower_bound`` charges), absorbs the
+        message again (``absorptions``). Parents together: each of their eliminations finds
+        the later ones in its scope (``_grouping_excess``: ``excess``, which the groupings
+        of other placed cluster-layers may share). The pairs no other grouping beats in
+        both, by excess (the first is 0: all apart). Proof in docs/cost-model.md."""
         if len(parents) > MOST_GROUPED_PARENTS:
-            return 0.0
+            return ((0.0, 0.0),)
         add = self.addition
         size = _size(graph, message)
         most = _size(graph, message - nodes)
         first = parents[0]
-        cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in layer_nodes}
+        cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in parents}
+        position = elimination_positions(graph, self.order)
 
-        def part(group: list[str]) -> float:
-            """A further absorption of the message by the cluster-layer holding ``group``,
-            unless it holds ``first``, and the excess of its first elimination."""
-            excess = _grouping_excess(graph, group, layer_nodes, cpt)
+        def part(group: list[str]) -> tuple[float, float]:
+            """The excess of the eliminations of ``group`` in the cluster-layer holding it,
+            and its further absorption of the message unless it holds ``first``."""
+            excess = _grouping_excess(graph, group, position, cpt)
             if first in group:
-                return excess
-            near = set(group).union(*(graph.parents[x] for x in group))
-            return excess + _least_absorption(add, size, _size(graph, message & near), most)
+                return excess, 0.0
+            return excess, _least_absorption(add, size, _size(graph, message & _jcpt(graph, group)), most)
 
         parts = {}  # each group's part, computed once (a group is in many groupings)
         for count in range(1, len(parents) + 1):
             for group in itertools.combinations(parents, count):
                 parts[group] = part(list(group))
-        return min(added(parts[tuple(group)] for group in groups) for groups in _set_partitions(list(parents)))
+        pairs = sorted((added(parts[tuple(g)][0] for g in groups), added(parts[tuple(g)][1] for g in groups))
+                       for groups in _set_partitions(list(parents)))
+        front = [pairs[0]]
+        for excess, absorptions in pairs:
+            if absorptions < front[-1][1]:
+                front.append((excess, absorptions))
+        return tuple(front)
+
+    def layer_lower_bound(self, graph: Network, children: tuple[tuple[frozenset[str], frozenset[str]], ...],
+                          layer_nodes: tuple[str, ...]) -> float:
+        """What the cluster-layers of the next layer to build, whose unplaced nodes are
+        ``layer_nodes`` (in input order), pay at least, beyond the node bounds, to absorb
+        the messages of the placed cluster-layers ``children`` ((nodes, message) pairs,
+        each with a parent among ``layer_nodes``) and to eliminate those parents, which are
+        in their running scope from the start: the least over the ways to split the
+        parents into cluster-layers (which may also hold placed nodes of the layer), each paying ``a(|J| - |m|) + |m|`` at the
+        cheaper end for every child it holds a parent of (``m`` holds at least what ``J``
+        shares with its nodes and their parents) and the excess of their eliminations
+        (``_grouping_excess``). Parents of no common child split apart at no loss, so the
+        least is taken per group of parents linked by children, of at most
+        :data:`MOST_PARTITIONED` nodes (a larger group counts 0). Proof in docs/cost-model.md."""
+        add = self.addition
+        position = elimination_positions(graph, self.order)
+        kids = []  # per child: its parents in the layer, |J|, J, |J - K|
+        for nodes, message in children:
+            parents = {p for y in nodes for p in graph.parents[y]}
+            kids.append(([x for x in layer_nodes if x in parents], _size(graph, message), message,
+                         _size(graph, message - nodes)))
+        total = 0.0
+        for group in _linked_groups(layer_nodes, [parents for parents, _, _, _ in kids]):
+            if len(group) > MOST_PARTITIONED:
+                continue
+            bit = {x: 1 << k for k, x in enumerate(group)}
+            held = [sum(bit[x] for x in parents if x in bit) for parents, _, _, _ in kids]
+            cpt = {x: _size(graph, {x, *graph.parents[x]}) for x in group}
+            part = [0.0] * (1 << len(group))  # a subset of the group as one cluster-layer: its part
+            for subset in range(1, 1 << len(group)):
+                members = [x for x in group if subset & bit[x]]
+                near = _jcpt(graph, members)
+                value = added(_least_absorption(add, size, _size(graph, message & near), most)
+                              for (_, size, message, most), mask in zip(kids, held) if mask & subset)
+                part[subset] = value + _grouping_excess(graph, members, position, cpt)
+            least = [0.0] * (1 << len(group))  # a subset split into cluster-layers: the least
+            for subset in range(1, 1 << len(group)):
+                low = subset & -subset
+                others = subset ^ low
+                best = math.inf
+                sub = others
+                while True:  # the cluster-layer holding the lowest node, and the rest
+                    value = part[sub | low] + least[others ^ sub]
+                    if value < best:
+                        best = value
+                    if not sub:
+                        break
+                    sub = (sub - 1) & others
+                least[subset] = best
+            total += least[-1]
+        return total
+
+def _jcpt(graph: Network, nodes: Iterable[str]) -> set[str]:
+    """``Jcpt``: the ``nodes`` and their parents, every node their CPTs mention (what a
+    cluster-layer of them keeps of an absorbed message)."""
+    return set(nodes).union(*(graph.parents[x] for x in nodes))
 
 
 def _least_absorption(add: float, size: int, kept_least: int, kept_most: int) -> float:
@@ -285,17 +375,31 @@ def _least_absorption(add: float, size: int, kept_least: int, kept_most: int) ->
     return min(_weighted(add, size - m) + _as_float(m) for m in (kept_least, kept_most))
 
 
-def _grouping_excess(graph: Network, group: list[str], others: Iterable[str], cpt: dict[str, int]) -> float:
-    """What the first elimination of a cluster-layer holding the nodes ``group`` (of one
-    layer, all parents of one child cluster-layer, so all in its running scope) costs
-    beyond that node's CPT: ``cpt(x) (|group - x| - 1)`` if it eliminates ``x`` of the
-    group first, ``cpt(x) (|group| - 1)`` if another node ``x`` of the layer."""
-    if len(group) < 2:
-        return 0.0
-    inside = [cpt[x] * (_size(graph, [z for z in group if z != x]) - 1) for x in group]
-    whole = _size(graph, group)
-    outside = [cpt[x] * (whole - 1) for x in others if x not in group]
-    return _as_float(min(inside + outside))
+def _grouping_excess(graph: Network, group: list[str], position: dict[str, tuple[int, int | str]],
+                     cpt: dict[str, int]) -> float:
+    """What eliminating the nodes ``group`` (of one layer, all parents of one child
+    cluster-layer, so all in the running scope of the cluster-layer that holds them from
+    its start) costs beyond their CPTs: each node, eliminated in the order ``position``
+    gives, still finds the group's later nodes in the scope, ``cpt(z) (|later| - 1)``."""
+    ordered = sorted(group, key=position.__getitem__)
+    return _as_float(sum(cpt[z] * (_size(graph, ordered[j + 1:]) - 1) for j, z in enumerate(ordered)))
+
+
+def _linked_groups(nodes: tuple[str, ...], parent_lists: list[list[str]]) -> list[list[str]]:
+    """The ``nodes`` that are in some list of ``parent_lists``, in groups linked by sharing
+    a list; the groups in the order of their first node, each in the order of ``nodes``."""
+    group_of: dict[str, int] = {}
+    groups: list[set[str]] = []
+    for parents in parent_lists:
+        joined = {group_of[x] for x in parents if x in group_of}
+        merged = set(parents).union(*(groups[g] for g in joined))
+        groups.append(merged)
+        for x in merged:
+            group_of[x] = len(groups) - 1
+    live = {group_of[x] for x in group_of}
+    order = {x: k for k, x in enumerate(nodes)}
+    found = [sorted(groups[g], key=order.__getitem__) for g in live]
+    return sorted(found, key=lambda group: order[group[0]])
 
 
 def _set_partitions(items: list[str]) -> Iterator[list[list[str]]]:

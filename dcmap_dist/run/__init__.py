@@ -1,2 +1,3 @@
-"""Drivers that run the search: the driver loop (loop), serially in this process (serial)
-or on Ray workers (ray)."""
+"""Drivers that run the search: the driver loop (loop), serially in this process (serial),
+serially by contours with a proven lower bound that rises (contours), or on Ray workers
+(ray)."""

@@ -14,6 +14,7 @@ hears of them. A :class:`Saver` is where the checkpoints go
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -23,7 +24,7 @@ from ..progress import Progress
 from ..search.outcome import SearchOutcome
 from ..search.state import SearchState
 
-__all__ = ["Backend", "Ending", "Saver", "Turn", "drive"]
+__all__ = ["Backend", "Ending", "Saver", "Turn", "drive", "drive_serially"]
 
 
 @dataclass
@@ -96,3 +97,14 @@ def drive(search: Backend, saver: Saver | None = None,
     if on_progress:
         on_progress(ending.progress)
     return ending.outcome
+
+
+def drive_serially(make: Callable[[], Backend], saver: Saver | None = None,
+                   on_progress: Callable[[Progress], None] | None = None) -> SearchOutcome:
+    """Run the serial search ``make()`` gives (:class:`run.serial.SerialSearch` or
+    :class:`run.contours.ContourSearch`) to its end with :func:`drive`, and give the garbage
+    collector back what its engine's steps froze (``Explorer.step``), whatever happens."""
+    try:
+        return drive(make(), saver, on_progress)
+    finally:
+        gc.unfreeze()

@@ -11,42 +11,22 @@ every optimal mapping in :mod:`dcmap_dist.search.histories`.
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Callable
 from typing import Any
 
 from ..limits import Limits, StepEnd, StopReason, Stopwatch
 from ..progress import Progress, Rescanned
 from ..search.engine import Engine, new_engine
 from ..search.heuristics import incumbent
-from ..search.outcome import OnImprovement, SearchOutcome, announce, outcome
+from ..search.outcome import OnImprovement, announce, outcome
 from ..search.problem import Problem
 from ..search.state import Improvement, Resumption, SearchState, counters, write_size
-from .loop import Ending, Saver, Turn, drive
+from ..settings import FIRST_BUDGET
+from .loop import Ending, Saver, Turn
 
-__all__ = ["SerialSearch", "TURN_SECONDS", "dcmap_search"]
+__all__ = ["SerialSearch", "TURN_SECONDS"]
 
 TURN_SECONDS = 0.25  # a turn of the serial loop: how often it pauses to report progress and save
-
-
-def dcmap_search(
-    problem: Problem,
-    alpha: float = 0.6,
-    seed: int = 0,
-    limits: Limits | None = None,
-    on_improvement: OnImprovement | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
-    saver: Saver | None = None,
-    resume: Resumption | None = None,
-) -> SearchOutcome:
-    """Run DCMAP serially on one connected problem (see the module docstring),
-    checkpointing to ``saver``, or continuing from ``resume``."""
-    try:
-        search = SerialSearch(problem, alpha, seed, limits, on_improvement, resume, reports=on_progress is not None)
-        return drive(search, saver, on_progress)
-    finally:
-        gc.unfreeze()  # each step froze what was alive (Explorer.step): give it back to the collector
 
 
 class SerialSearch:
@@ -55,7 +35,8 @@ class SerialSearch:
     stopwatch enforces the limits, the time limit less the final checkpoint's time."""
 
     def __init__(self, problem: Problem, alpha: float, seed: int, limits: Limits | None,
-                 on_improvement: OnImprovement | None, resume: Resumption | None, reports: bool = True) -> None:
+                 on_improvement: OnImprovement | None, resume: Resumption | None, reports: bool = True,
+                 first_budget: int = FIRST_BUDGET) -> None:
         self.problem = problem
         self.reports = reports  # progress reports are wanted (they scan the open branches now and then)
         self.on_improvement = on_improvement
@@ -64,7 +45,7 @@ class SerialSearch:
         if resume is None:
             self.owner = 0
             self.engine: Engine = new_engine(problem, alpha, seed, owner=self.owner)
-            self.first = incumbent(problem, watch)
+            self.first = incumbent(problem, watch, first_budget)
             self.trace: list[Improvement] = []
             self.engine.start(self.first, watch)
         else:

@@ -12,19 +12,31 @@ the cost model (a model without a hook contributes nothing for it):
   for every layer that holds such parents, to the first of them (in input order): that
   node's cluster-layer absorbs its message. Each layer holds a different absorber, and
   two children given to one node are two absorptions by one cluster-layer;
-* ``grouping_lower_bound(graph, nodes, message, parents, layer_nodes)``: for a placed
+* ``grouping_trade_offs(graph, nodes, message, parents, layer_nodes)``: for a placed
   cluster-layer with two or more unplaced parents in the next layer to build, what that
-  layer pays for holding them apart (more absorptions) or together (a larger first
-  elimination); the largest over the frontier, as two of them may charge one elimination;
+  layer pays for holding them apart (more absorptions, its own) or together (larger
+  eliminations, which those of other placed cluster-layers may share), as pairs over the
+  ways to group them, combined over the frontier by :func:`least_grouping`; or a model's
+  ``grouping_lower_bound``, one value per placed cluster-layer: the largest over the frontier;
+* ``layer_lower_bound(graph, children, layer_nodes)``: what the next layer's cluster-layers
+  pay for the placed cluster-layers with unplaced parents there (their absorptions and
+  the eliminations of those parents), split the cheapest way; where it is larger, it
+  stands in for the two parts above in that layer (the absorptions given to its nodes
+  and the groupings);
 * ``absorber_lower_bounds(graph)``: for every unplaced node, once per layer that holds
   unplaced children of it (its cluster-layer absorbs a message from each such layer);
 * ``absorbed_lower_bounds(graph)``: for every layer with unplaced nodes, the largest
   value among them (what absorbing the messages of that layer's new cluster-layers
-  costs beyond the other parts).
+  costs beyond the other parts); or, where it is larger, the sum of
+  ``additive_absorbed_lower_bounds(graph)`` over a set of them whose parents (those the
+  hook names) are spread enough: every subset ``S`` of the set has
+  ``sum over S of |parents(y)| <= |union over S of parents(y)|``, ``|X|`` the product of
+  the cards of ``X`` (taken greedily, largest values first: :meth:`LowerBound.additive_part`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -35,6 +47,12 @@ __all__ = ["LowerBound"]
 
 # bounds remembered in each of the memo's two generations (LowerBound.known)
 KNOWN_KEPT = 4096
+
+# the additive absorbed part: at most this many nodes are added up per layer, each whose
+# parents' size is below ADDITIVE_SIZES (so that any sum of sizes stays below 2^47, where
+# the native core's saturating sizes, exact up to 2^63, compare as Python's ints do)
+MOST_ADDED = 10
+ADDITIVE_SIZES = 1 << 43
 
 
 class LowerBound:
@@ -52,6 +70,10 @@ class LowerBound:
         self.own = _per_node(model, "node_lower_bounds", graph, topo)
         self.absorbed = _per_node(model, "absorbed_lower_bounds", graph, topo)
         absorber = _per_node(model, "absorber_lower_bounds", graph, topo)
+        # additive[i], spread[i]: node i's additive absorbed part and the parents (a mask)
+        # the hook names for it; cards[i], node i's card (the sizes of those parents)
+        self.additive, self.spread = _additive_parts(model, graph, topo)
+        self.cards = [graph.card(x) for x in topo.network.nodes]
         # absorbing[l]: (its children in layer l, charge) of each node with children there
         self.absorbing: list[list[tuple[int, float]]] = [[] for _ in range(topo.l_max + 1)]
         for i in range(topo.n):
@@ -73,6 +95,10 @@ class LowerBound:
         # (frontier cluster-layer, the unplaced nodes of the next layer to build) -> what
         # that layer's cluster-layers pay for holding its parents there apart or together
         self._groupings = _grouping_bounds(model, graph, topo, parents_of, message)
+        # (frontier cluster-layers with parents in the next layer, that layer's unplaced
+        # nodes) -> what its cluster-layers pay for them, split the cheapest way
+        self._layers = _layer_bounds(model, graph, topo, message)
+        self._parents_of = parents_of
         # (layer, assigned, frontier) -> (the bound, that frontier as first met): most
         # children repeat one, and share the first one's frontier (see known)
         self._known = RecentMemo(self._point, KNOWN_KEPT)
@@ -111,9 +137,9 @@ class LowerBound:
         groupings = self._groupings
         if absorptions is not None or groupings is not None:
             absorbers = self._absorbers[rest]
-            next_layers = self._next_layers
+            next_layer = self._next_layers[rest]
             given: dict[int, list] = {}
-            grouping = 0.0  # the largest grouping part: those of two children may overlap
+            fronts = []  # the grouping trade-offs of each frontier item with parents to group
             for item in frontier:
                 found, shared = absorbers[item[0]]
                 for x in found:
@@ -123,13 +149,22 @@ class LowerBound:
                     else:
                         items.append(item)
                 if shared and groupings is not None:
-                    value = groupings[(item, next_layers[rest])]
-                    if value > grouping:
-                        grouping = value
+                    fronts.append(groupings[(item, next_layer)])
+            nearby = 0.0  # the next layer's part: its absorbers' absorptions and the groupings
             if absorptions is not None:
                 for x, items in given.items():
-                    bound += absorptions[(x, tuple(items))]
-            bound += grouping
+                    if next_layer >> x & 1:
+                        nearby += absorptions[(x, tuple(items))]
+                    else:
+                        bound += absorptions[(x, tuple(items))]
+            if fronts:
+                nearby += least_grouping(fronts)
+            if self._layers is not None and next_layer:
+                children = tuple(item for item in frontier if self._parents_of[item[0]] & next_layer)
+                whole = self._layers.lookup((children, next_layer))
+                if whole > nearby:
+                    nearby = whole
+            bound += nearby
         return bound
 
     def _absorbers_of(self, parents: int, rest: int) -> tuple[tuple[int, ...], int]:
@@ -154,7 +189,49 @@ class LowerBound:
         layer = self.topo.layer[members[0]]
         return (added([self.own[i] for i in members])
                 + added([charge for kids, charge in self.absorbing[layer] if kids & unplaced])
-                + max(self.absorbed[i] for i in members))
+                + max(max(self.absorbed[i] for i in members), self.additive_part(members)))
+
+    def additive_part(self, members: list[int]) -> float:
+        """The sum of the additive absorbed parts of a set of the unplaced nodes ``members``
+        (of one layer) whose parents are spread enough (the module docstring): taken
+        greedily by part, largest first (ties by node index), each node kept if the set
+        still holds, at most :data:`MOST_ADDED` nodes. Any such set bounds
+        (docs/cost-model.md); this one is a good one."""
+        additive, spread = self.additive, self.spread
+        subsets = [(0, 0, 1)]  # each subset of the chosen nodes: (sum of sizes, union, its size)
+        chosen: list[int] = []
+        for y in sorted(members, key=lambda i: (-additive[i], i)):
+            if additive[y] <= 0.0 or len(chosen) == MOST_ADDED:
+                break
+            size = self._size(spread[y])
+            grown = [(total + size, union | spread[y], union_size * self._size(spread[y] & ~union))
+                     for total, union, union_size in subsets]
+            if all(total <= union_size for total, _, union_size in grown):
+                chosen.append(y)
+                subsets += grown
+        return added([additive[i] for i in chosen])
+
+    def _size(self, nodes: int) -> int:
+        """``|nodes|``: the product of their cards, exact."""
+        size = 1
+        for i in bits(nodes):
+            size *= self.cards[i]
+        return size
+
+
+def _additive_parts(model: Any | None, graph: Network, topo: Topology) -> tuple[list[float], list[int]]:
+    """The model's ``additive_absorbed_lower_bounds`` by node index: each node's part and
+    its parents as a mask (0 and 0 for a node without one, or whose parents' size is
+    :data:`ADDITIVE_SIZES` or more)."""
+    hook = getattr(model, "additive_absorbed_lower_bounds", None)
+    parts = hook(graph) if hook is not None else {}
+    index = topo.network.index
+    additive, spread = [0.0] * topo.n, [0] * topo.n
+    for x, (part, parents) in parts.items():
+        if x in index and math.prod(graph.card(p) for p in parents) < ADDITIVE_SIZES:
+            additive[index[x]] = float(part)
+            spread[index[x]] = sum(1 << index[p] for p in parents)
+    return additive, spread
 
 
 def _absorption_bounds(model: Any | None, graph: Network, topo: Topology,
@@ -175,19 +252,64 @@ def _absorption_bounds(model: Any | None, graph: Network, topo: Topology,
     return Memo(lambda key: added([per_child[item] for item in key[1]]))
 
 
+def least_grouping(fronts: list[tuple[tuple[float, float], ...]]) -> float:
+    """What the groupings of the next layer cost, at least, given each frontier item's
+    trade-offs ``(excess, absorptions)`` (excess ascending, absorptions descending): the
+    absorptions are the item's own, the excess is of eliminations other items' groupings may
+    share, so the least over ``t`` of ``t`` plus, per item, its least absorptions with an
+    excess of at most ``t`` (docs/cost-model.md). With one pair ``(value, 0.0)`` per item
+    (a ``grouping_lower_bound``), the largest value."""
+    best = math.inf
+    for t in sorted({excess for front in fronts for excess, _ in front}):
+        total = t
+        for front in fronts:
+            least = math.inf
+            for excess, absorptions in front:
+                if excess > t:
+                    break
+                least = absorptions
+            total += least
+        if total < best:
+            best = total
+    return best
+
+
+def _layer_bounds(model: Any | None, graph: Network, topo: Topology,
+                  message: Callable[[Hashable], Hashable]) -> RecentMemo | None:
+    """The memo of ``(frontier items, next_layer)`` -> the model's ``layer_lower_bound`` for
+    the placed cluster-layers with parents in ``next_layer``, the unplaced nodes of the
+    next layer to build; or None (no such hook). It keeps what was asked recently, as the
+    bound's own memo does (:data:`KNOWN_KEPT`): there are about as many keys as points."""
+    hook = getattr(model, "layer_lower_bound", None)
+    if hook is None:
+        return None
+    return RecentMemo(lambda key: float(hook(graph, tuple([(topo.names(members), message(held))
+                                                          for members, held in key[0]]),
+                                             tuple(topo.network.nodes[i] for i in bits(key[1])))), KNOWN_KEPT)
+
+
 def _grouping_bounds(model: Any | None, graph: Network, topo: Topology, parents_of: Memo,
                      message: Callable[[Hashable], Hashable]) -> Memo | None:
-    """The memo of ``((members, message), next_layer)`` -> the model's
-    ``grouping_lower_bound`` for a frontier cluster-layer with two or more parents among
-    ``next_layer``, the unplaced nodes of the next layer to build; or None. ``message``
-    gives the model's value of a message the search holds."""
+    """The memo of ``((members, message), next_layer)`` -> the model's grouping trade-offs
+    for a frontier cluster-layer with two or more parents among ``next_layer``, the
+    unplaced nodes of the next layer to build (:func:`least_grouping`): its
+    ``grouping_trade_offs``, or ``((grouping_lower_bound, 0.0),)``; or None (no such
+    hook). ``message`` gives the model's value of a message the search holds."""
+    trade_offs = getattr(model, "grouping_trade_offs", None)
     grouping = getattr(model, "grouping_lower_bound", None)
-    if grouping is None:
+    if trade_offs is None and grouping is None:
         return None
     nodes = topo.network.nodes
-    return Memo(lambda key: grouping(graph, topo.names(key[0][0]), message(key[0][1]),
-                                     tuple([nodes[i] for i in bits(parents_of[key[0][0]] & key[1])]),
-                                     topo.names(key[1])))
+
+    def pairs(key: tuple) -> tuple[tuple[float, float], ...]:
+        (members, held), next_layer = key
+        args = (graph, topo.names(members), message(held), tuple([nodes[i] for i in bits(parents_of[members] & next_layer)]),
+                topo.names(next_layer))
+        if trade_offs is not None:
+            return tuple((float(excess), float(absorptions)) for excess, absorptions in trade_offs(*args))
+        return ((float(grouping(*args)), 0.0),)
+
+    return Memo(pairs)
 
 
 def _next_layer(topo: Topology, rest: int) -> int:

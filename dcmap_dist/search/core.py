@@ -25,6 +25,7 @@ from typing import Protocol
 from ..cost.dcmap import DcmapCost
 from ..limits import Stopwatch
 from ..model.network import Network
+from .bounds import MOST_ADDED
 from .branch import Branch
 from .problem import Problem
 
@@ -105,6 +106,9 @@ class ModelTables:
     own: tuple[float, ...]
     absorbed: tuple[float, ...]
     absorbing: tuple[tuple[tuple[int, float], ...], ...]
+    additive: tuple[float, ...]  # LowerBound.additive, .spread, and bounds.MOST_ADDED
+    spread: tuple[int, ...]
+    most_added: int
 
 
 @dataclass(frozen=True)
@@ -148,7 +152,8 @@ def model_tables(problem: Problem) -> ModelTables | None:
                        model.order == "canonical", float(model.addition), problem.use_bound,
                        tuple(float(v) for v in bound.above), tuple(float(v) for v in bound.own),
                        tuple(float(v) for v in bound.absorbed),
-                       tuple(tuple((mask, float(charge)) for mask, charge in layer) for layer in bound.absorbing))
+                       tuple(tuple((mask, float(charge)) for mask, charge in layer) for layer in bound.absorbing),
+                       tuple(float(v) for v in bound.additive), tuple(bound.spread), MOST_ADDED)
 
 
 Definition = tuple[Network, object, str, Network, str, bool]  # what rebuilds a problem: rebuilt()

@@ -1,5 +1,5 @@
 """Heuristics: the complete mappings a search starts from (the greedy dive, every node
-its own cluster, and the cheaper of the two)."""
+its own cluster, the beam search of :mod:`.beam`, and the cheapest of them)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,14 @@ from collections.abc import Callable, Hashable
 
 from ..limits import SearchInterrupted, Stopwatch
 from ..model.topology import bits
+from ..settings import FIRST_BUDGET
+from .beam import beam_search, dive_from
 from .branch import Branch
 from .problem import Problem
 
-__all__ = ["all_singletons", "first_prices", "greedy_dive", "incumbent"]
+__all__ = ["FIRST_BUDGET", "FIRST_SHARE", "all_singletons", "first_prices", "greedy_dive", "incumbent"]
+
+FIRST_SHARE = 0.1  # the share of the time left that it may take, under a time limit
 
 
 def all_singletons(problem: Problem, priced: Callable[[int], None] | None = None) -> Branch:
@@ -36,21 +40,31 @@ def greedy_dive(problem: Problem, watch: Stopwatch | None = None, breadth: int =
     root, among the first ``breadth`` combinations of each step (a wide layer can have
     astronomically many). If a limit stops the dive, the mapping of all singletons."""
     try:
-        branch = problem.root()
-        while not problem.is_complete(branch):
-            if branch.layer_done:
-                branch = branch.advanced()
-            children = problem.expand(branch, problem.next_proposal(branch), watch=watch, most=breadth)
-            branch = min(children, key=lambda b: b.estimate)
-        return branch
+        return dive_from(problem, problem.root(), watch, breadth)[0]
     except SearchInterrupted:
         return all_singletons(problem)
 
 
-def incumbent(problem: Problem, watch: Stopwatch) -> Branch:
-    """The search's first complete mapping: the cheaper of the greedy dive and all
-    singletons (both feasible, so their cost may prune)."""
-    return min(greedy_dive(problem, watch), all_singletons(problem), key=lambda b: b.cost)
+def incumbent(problem: Problem, watch: Stopwatch, budget: int = FIRST_BUDGET) -> Branch:
+    """The search's first complete mapping: the cheapest of the greedy dive, all
+    singletons (both feasible, so their cost may prune) and, with a ``budget`` of
+    expansions, the beam search from the root (:mod:`.beam`). The beam is as wide as the
+    budget allows a beam as deep as the dive, and takes at most :data:`FIRST_SHARE` of the
+    time left under a time limit; a limit of ``watch`` that stops it keeps the best found
+    before."""
+    try:
+        dive, depth = dive_from(problem, problem.root(), watch)
+    except SearchInterrupted:
+        return all_singletons(problem)
+    best = min(dive, all_singletons(problem), key=lambda b: b.cost)
+    if budget <= 0:
+        return best
+    time_limit = watch.limits.time_limit
+    seconds = None if time_limit is None else FIRST_SHARE * max(0.0, time_limit - watch.elapsed())
+    try:
+        return beam_search(problem, best, max(1, budget // (2 * max(1, depth))), budget, watch, seconds)[0]
+    except SearchInterrupted:
+        return best
 
 
 def first_prices(problem: Problem, singletons: bool, watch: Stopwatch | None,

@@ -120,7 +120,9 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         vector[int] name_rank, eliminate_rank, naive_rank
         cbool canonical, bounds
         double addition
-        vector[double] above, own, absorbed
+        vector[double] above, own, absorbed, additive
+        vector[uint64_t] spread
+        size_t most_added
         vector[vector[uint64_t]] absorbing_kids
         vector[vector[double]] absorbing_charges
 
@@ -317,7 +319,6 @@ cdef class NativeEngine:
     cdef object _options, _seed  # search/core.py's CoreOptions, and the seed: for pickling
     cdef uint64_t _collections  # the core's collections of its sequences: their ids change each time
     cdef readonly bint native_model  # the built-in cost model runs in the core (its messages are masks)
-    cdef bint _coded
 
     def __init__(self, problem, alpha=0.6, seed=0, owner=None, shard_index=0, shards=1, notify=False):
         record = core_input(problem, alpha, owner, shard_index, shards, notify)
@@ -362,7 +363,7 @@ cdef class NativeEngine:
         self.oracle.resources = _resources
         self.core = make_engine(data, core_options, self.oracle)
         self._set_random_state(random.Random(seed).getstate())
-        self.native_model = self._coded = record.model is not None
+        self.native_model = record.model is not None
         if self.native_model:
             self.core.get().use_model(self._model_tables(record.model))
 
@@ -390,6 +391,9 @@ cdef class NativeEngine:
         for absorbers in tables.absorbing:
             out.absorbing_kids.push_back(self._words_of([mask for mask, _ in absorbers]))
             out.absorbing_charges.push_back([charge for _, charge in absorbers])
+        out.additive = list(tables.additive)
+        out.spread = self._words_of(tables.spread)
+        out.most_added = tables.most_added
         return out
 
     # -- values: Python ints and messages <-> ids ---------------------------------------------
@@ -425,7 +429,7 @@ cdef class NativeEngine:
         return self._int(words)
 
     cdef Id _message(self, object held) except? 0xFFFFFFFF:
-        if self._coded:  # the built-in model's code: a node mask, its id its mask's
+        if self.native_model:  # the built-in model's code: a node mask, its id its mask's
             return self._mask(held).value()
         found = self._message_ids.get(held)
         if found is None:
@@ -434,7 +438,7 @@ cdef class NativeEngine:
         return found
 
     cdef object _py_message(self, Id message):
-        return self._py_mask(MaskId(message)) if self._coded else self._messages[message]
+        return self._py_mask(MaskId(message)) if self.native_model else self._messages[message]
 
     cdef ItemId _item(self, object item) except *:
         cdef MaskId members
@@ -747,13 +751,13 @@ cdef class NativeEngine:
         """The outbox as one batch per destination (b"" where none; search/batches.py's
         format, written by the core), emptied; a model's messages pickled with ``dumps``
         (the built-in model's are codes, written as masks)."""
-        cdef vector[OutBatch_] found = self.core.get().take_batches(self._coded)
+        cdef vector[OutBatch_] found = self.core.get().take_batches(self.native_model)
         cdef size_t k, j
         out = [b""] * destinations
         for k in range(found.size()):
             if not 0 <= found[k].owner < destinations:
                 raise ValueError(f"a completion for actor {found[k].owner} of {destinations}")
-            pickled = b"" if self._coded else dumps([self._messages[found[k].messages[j].value()]
+            pickled = b"" if self.native_model else dumps([self._messages[found[k].messages[j].value()]
                                                       for j in range(found[k].messages.size())])
             out[found[k].owner] = _sealed(found[k].bytes, pickled)
         return out
@@ -779,8 +783,8 @@ cdef class NativeEngine:
         "Batches"); a model's messages pickled with ``dumps``. What :meth:`load_share` takes."""
         cdef vector[MessageId] ids
         cdef size_t k
-        cdef string body = self.core.get().take_share(self._coded, &ids)
-        return _sealed(body, b"" if self._coded else dumps([self._messages[ids[k].value()] for k in range(ids.size())]))
+        cdef string body = self.core.get().take_share(self.native_model, &ids)
+        return _sealed(body, b"" if self.native_model else dumps([self._messages[ids[k].value()] for k in range(ids.size())]))
 
     def load_share(self, share):
         """Take over a :meth:`take_share` buffer (as :meth:`load` takes a state). ValueError
@@ -811,7 +815,7 @@ cdef class NativeEngine:
             for value in values:
                 ids.push_back(MessageId(self._message(value)))
             return True
-        if not self._coded:  # codes, held here as objects
+        if not self.native_model:  # codes, held here as objects
             words = self.core.get().batch_messages(&data[0], data.shape[0])
             for k in range(info.messages):
                 ids.push_back(MessageId(self._message(self._int(&words[k * self.width]))))

@@ -44,6 +44,9 @@ class SearchOutcome:
     # the search's first mapping (trail, cost): once proven it is also among ``trails``'
     # mappings if optimal, but it was known from iteration 0
     incumbent: tuple[tuple, float] | None = None
+    # a search by contours: each contour's value and expansions, in order (the last is the
+    # one it ended in; run/contours.py); None for the ordinary search
+    contours: list[tuple[float, int]] | None = None
 
 
 def announce(problem: Problem, improvements: list[Improvement], on_improvement: OnImprovement | None,

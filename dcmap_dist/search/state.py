@@ -12,8 +12,8 @@ from .branch import Branch, link_of
 from .histories import Histories
 from .linking import Entry
 
-__all__ = ["Improvement", "Resumption", "SearchState", "counters", "plain_trace", "resumption", "trace_from_plain",
-           "write_size"]
+__all__ = ["Contour", "Improvement", "Resumption", "SearchState", "counters", "plain_trace", "resumption",
+           "trace_from_plain", "write_size"]
 
 
 class Improvement(NamedTuple):
@@ -48,6 +48,32 @@ def write_size(open_branches: int, link_records: int) -> int:
 
 
 @dataclass
+class Contour:
+    """Where a search by contours stands (:mod:`dcmap_dist.run.contours`): the contour
+    being searched (``G_min`` held at ``value``), the proven lower bound (no mapping
+    costs less than ``proven``), the iterations of the contours before this one, each
+    exhausted contour's value and expansions, in order, and how many contours were
+    given up since the last was exhausted."""
+
+    value: float
+    proven: float
+    before: int = 0
+    done: list[tuple[float, int]] = field(default_factory=list)
+    given_up: int = 0
+
+    def plain(self) -> dict[str, Any]:
+        """As JSON values (a checkpoint's ``counters.contour``)."""
+        return {"value": self.value, "proven": self.proven, "before": self.before,
+                "done": [[value, expansions] for value, expansions in self.done], "given_up": self.given_up}
+
+    @classmethod
+    def from_plain(cls, saved: dict[str, Any]) -> Contour:
+        """The inverse of :meth:`plain`."""
+        return cls(saved["value"], saved["proven"], saved["before"], [(v, e) for v, e in saved["done"]],
+                   saved["given_up"])
+
+
+@dataclass
 class Resumption:
     """Where a component's interrupted search stood (see :mod:`dcmap_dist.checkpoint.arrow`)."""
 
@@ -58,21 +84,28 @@ class Resumption:
     trace: list[Improvement]
     first: Branch  # the incumbent the search started from
     next_owner: int  # link shards made from now on take owner numbers from here
+    contour: Contour | None = None  # the contour it was searching (None: the ordinary search)
 
 
 def counters(iterations: int, elapsed: float, g_min: float, trace: list, first: Branch,
-             next_owner: int) -> dict[str, Any]:
-    """The counters a checkpoint keeps beside the state (plain JSON values)."""
-    return {"iterations": iterations, "elapsed": elapsed, "g_min": g_min, "trace": plain_trace(trace),
-            "first_cost": first.cost, "first_trail": list(first.trail), "next_owner": next_owner}
+             next_owner: int, contour: Contour | None = None) -> dict[str, Any]:
+    """The counters a checkpoint keeps beside the state (plain JSON values); ``contour``
+    only for a search by contours (a checkpoint without it is of the ordinary search)."""
+    saved = {"iterations": iterations, "elapsed": elapsed, "g_min": g_min, "trace": plain_trace(trace),
+             "first_cost": first.cost, "first_trail": list(first.trail), "next_owner": next_owner}
+    if contour is not None:
+        saved["contour"] = contour.plain()
+    return saved
 
 
 def resumption(state: SearchState, saved: dict[str, Any]) -> Resumption:
     """The inverse of :func:`counters`, with the state."""
     link, *joins = saved["first_trail"]
     first = Branch(0, -1, (), (), saved["first_cost"], tuple(joins), link_of(link))
+    contour = saved.get("contour")
     return Resumption(state, saved["iterations"], saved["elapsed"], saved["g_min"],
-                      trace_from_plain(saved["trace"]), first, saved["next_owner"])
+                      trace_from_plain(saved["trace"]), first, saved["next_owner"],
+                      None if contour is None else Contour.from_plain(contour))
 
 
 def plain_trace(trace: list[Improvement]) -> list[list]:

@@ -317,7 +317,8 @@ def plot_scaling(rows: Sequence[Mapping[str, str]], output: Path,
     (:func:`~dcmap_dist.study.growth.fit_power`, 95% interval) in the legend and its fitted
     line dashed. Only runs proven optimal are drawn (the first optimal mapping of an
     unproven run is not known to be optimal); values of 0 cannot be drawn on a log
-    axis and are counted in the legend instead.
+    axis and are counted in the legend instead (a panel of zeros only, as the first
+    mapping's iteration is when it is optimal, says so).
 
     Returns the fits, by (column, family, workers): series of fewer than 3 points or
     of a single size have none. Raises ValueError naming a missing column or a cell
@@ -343,6 +344,8 @@ def plot_scaling(rows: Sequence[Mapping[str, str]], output: Path,
             if not points[column]:
                 continue
             drawn = [(x, v) for x, v in points[column] if v > 0]
+            if not drawn:  # every run at 0 (the first mapping already optimal): nothing to draw on log axes
+                continue
             n, y = [x for x, _ in drawn], [v for _, v in drawn]
             zeros = len(points[column]) - len(drawn)
             label = family if len(workers) == 1 else f"{family}, {w} worker{'s' * (w != 1)}"
@@ -355,13 +358,16 @@ def plot_scaling(rows: Sequence[Mapping[str, str]], output: Path,
             label += f" ({len(y)} runs" + (f", {zeros} at 0 not shown)" if zeros else ")")
             ax.plot(n, y, marker[w], color=family_colour[family], markersize=4, alpha=0.75, label=label,
                     linestyle="none")
+        ax.set_title(SCALING_PANELS[column], fontsize=10)
+        if not ax.lines:
+            ax.text(0.5, 0.5, "every run at 0", ha="center", va="center", transform=ax.transAxes)
+            continue
         ax.set_xscale("log")
         ax.set_yscale("log")
         for ticks in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
             ticks(FuncFormatter(lambda value, _: f"{value:g}"))  # 60, not 6 x 10^1
         ax.set_xlabel("nodes n")
         ax.set_ylabel("seconds" if column.endswith("seconds") else "iterations")
-        ax.set_title(SCALING_PANELS[column], fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, title="y = c n^b, 95% interval of b", title_fontsize=7)

@@ -65,6 +65,7 @@ from ...search.outcome import OnImprovement, SearchOutcome, announce, outcome
 from ...search.problem import Problem
 from ...search.state import Improvement, Resumption, SearchState, counters, write_size
 from ...search.tolerance import within
+from ...settings import FIRST_BUDGET
 from ..loop import Ending, Saver, Turn, drive
 from .cluster import forget_pool, pooled_coordinator, ship_by_value
 from .coordinator import CONTROL
@@ -80,13 +81,15 @@ KEPT_SECONDS = 120.0  # how long the coordinator may take to hand over its last 
 def distributed_search(problem: Problem, alpha: float, seed: int, options: RayOptions, limits: Limits,
                        on_improvement: OnImprovement | None = None,
                        on_progress: Callable[[Progress], None] | None = None,
-                       saver: Saver | None = None, resume: Resumption | None = None) -> SearchOutcome:
+                       saver: Saver | None = None, resume: Resumption | None = None,
+                       first_budget: int = FIRST_BUDGET) -> SearchOutcome:
     """Run DCMAP on one connected problem on Ray workers as ``options`` say (Ray must be
     connected: :func:`.cluster.connect`); the same outcome as
-    :func:`run.serial.dcmap_search`, with the same checkpoints (``saver``) and resumption
-    (``resume``). If Ray itself is lost, the best mapping heard of (:meth:`RaySearch.lost`)."""
+    :class:`run.serial.SerialSearch`, with the same checkpoints (``saver``) and resumption
+    (``resume``), and the same first mapping (``first_budget``: the beam's budget). If Ray
+    itself is lost, the best mapping heard of (:meth:`RaySearch.lost`)."""
     started = time.perf_counter()
-    search = RaySearch(problem, alpha, seed, options, limits, on_improvement, resume)
+    search = RaySearch(problem, alpha, seed, options, limits, on_improvement, resume, first_budget)
     try:
         search.begin(options, limits, resume, started)
         return drive(search, saver, on_progress)
@@ -118,12 +121,13 @@ class RaySearch:
     improvements are announced with their mappings as the driver hears of them."""
 
     def __init__(self, problem: Problem, alpha: float, seed: int, options: RayOptions, limits: Limits,
-                 on_improvement: OnImprovement | None, resume: Resumption | None) -> None:
+                 on_improvement: OnImprovement | None, resume: Resumption | None,
+                 first_budget: int = FIRST_BUDGET) -> None:
         self.problem = problem
         self.on_improvement = on_improvement
         spec = SearchSpec.of(problem, alpha, seed, options.log_work)
         self.spec = spec
-        self.first = first = resume.first if resume else incumbent(problem, Stopwatch(limits))
+        self.first = first = resume.first if resume else incumbent(problem, Stopwatch(limits), first_budget)
         ship_by_value(spec.model)
         g_min = resume.g_min if resume else first.cost
         self.handle = None

@@ -38,6 +38,7 @@ class DcmapModel {
     struct Item {  // a frontier cluster-layer for the bound
         Mask nodes, message;
     };
+    using Front = std::vector<std::pair<double, double>>;  // grouping trade-offs (excess, absorptions), excess ascending
 
     // The model of `tables` (model_tables.hpp), checked against the network and read once:
     // the absorbers' children into masks.
@@ -45,7 +46,8 @@ class DcmapModel {
         size_t n = static_cast<size_t>(topo.n), layers = topo.layer_mask.size();
         if (d_.cards.size() != n || d_.name_rank.size() != n || d_.eliminate_rank.size() != n ||
             d_.naive_rank.size() != n || d_.own.size() != n || d_.absorbed.size() != n || d_.above.size() != layers ||
-            d_.absorbing_kids.size() != layers || d_.absorbing_charges.size() != layers)
+            d_.absorbing_kids.size() != layers || d_.absorbing_charges.size() != layers || d_.additive.size() != n ||
+            d_.spread.size() != n * W)
             throw std::invalid_argument("the model's tables are of the wrong sizes");
         for (uint64_t card : d_.cards)
             if (card < 1 || card > EXACT) throw std::invalid_argument("a node's card out of range");
@@ -59,6 +61,9 @@ class DcmapModel {
                 absorbing_[l].push_back({mask, d_.absorbing_charges[l][k]});
             }
         }
+        spread_.resize(n);
+        for (size_t x = 0; x < n; ++x)
+            for (int j = 0; j < W; ++j) spread_[x].w[j] = d_.spread[x * W + j];
         for (int x = 0; x < topo_.n; ++x) {
             by_eliminate_.push_back(x);
             by_naive_.push_back(x);
@@ -71,7 +76,7 @@ class DcmapModel {
     // DcmapCost.evaluate: false if a count passes 2^53 (ask Python)
     bool evaluate(const Mask& nodes, std::span<const Child> children, double& cost, Mask& message) const {
         const double add = d_.addition;
-        Mask jcpt = nodes | topo_.union_of(topo_.parents, nodes);
+        Mask jcpt = this->jcpt(nodes);
         Mask link;
         for (const Child& c : children)
             if (!c.same) link |= topo_.union_of(topo_.parents, c.nodes) & nodes;
@@ -139,7 +144,7 @@ class DcmapModel {
         }
         Mask next = next_layer(rest);
         given_.clear();
-        double grouping = 0.0;
+        fronts_.clear();
         for (size_t k = 0; k < frontier.size(); ++k) {
             Mask parents = topo_.union_of(topo_.parents, frontier[k].nodes) & rest;
             for (Mask left = parents; left.any();) {  // the first of each layer absorbs the message
@@ -153,17 +158,27 @@ class DcmapModel {
             }
             Mask shared = parents & next;
             if (shared.many()) {
-                auto value = grouping_bound(frontier[k], shared, next);
-                if (!value) return false;
-                if (*value > grouping) grouping = *value;
+                auto front = grouping_trade_offs(frontier[k], shared);
+                if (!front) return false;
+                fronts_.push_back(std::move(*front));
             }
         }
+        double nearby = 0.0;  // the next layer's part: its absorbers' absorptions and the groupings
         for (const auto& [x, items] : given_) {
             auto value = absorption_bound(x, frontier, items);
             if (!value) return false;
-            b += *value;
+            if (next.test(x))
+                nearby += *value;
+            else
+                b += *value;
         }
-        out = b + grouping;
+        if (!fronts_.empty()) nearby += least_grouping(fronts_);
+        if (next.any()) {  // the next layer's unplaced nodes, split the cheapest way
+            auto whole = layer_bound(frontier, next);
+            if (!whole) return false;
+            if (*whole > nearby) nearby = *whole;
+        }
+        out = b + nearby;
         return true;
     }
 
@@ -172,7 +187,12 @@ class DcmapModel {
     const ModelTables d_;
     std::vector<std::vector<std::pair<Mask, double>>> absorbing_;  // per layer, (children there, charge) of each absorber
     std::vector<int> by_eliminate_, by_naive_;
+    std::vector<Mask> spread_;   // per node, the parents its additive absorbed part is spread over
+    std::vector<Front> fronts_;  // bound's grouping trade-offs, per frontier item with parents to group
     std::vector<std::pair<int, std::vector<size_t>>> given_;  // absorber -> its frontier items, first met first
+
+    // Jcpt: the nodes and their parents (what a cluster-layer of them keeps of an absorbed message)
+    Mask jcpt(const Mask& nodes) const { return nodes | topo_.union_of(topo_.parents, nodes); }
 
     // |S|, the product of the nodes' cards; none past 2^53
     std::optional<uint64_t> size(const Mask& nodes) const {
@@ -240,7 +260,39 @@ class DcmapModel {
         });
         for (const auto& [kids, charge] : absorbing_[layer])
             if (kids.intersects(unplaced)) charges += charge;
-        return own + charges + absorbed;
+        return own + charges + std::max(absorbed, additive_part(unplaced));
+    }
+
+    // LowerBound.additive_part: the greedy set of spread parents, largest parts first
+    double additive_part(const Mask& unplaced) const {
+        std::vector<int> members;
+        unplaced.each([&](int i) { members.push_back(i); });
+        std::stable_sort(members.begin(), members.end(),
+                         [&](int a, int b) { return d_.additive[a] > d_.additive[b]; });
+        struct Subset {
+            uint64_t total;
+            Mask nodes;
+        };
+        std::vector<Subset> subsets{{0, Mask{}}};
+        std::vector<int> chosen;
+        for (int y : members) {
+            if (!(d_.additive[y] > 0.0) || chosen.size() == d_.most_added) break;
+            // a size past 2^53 passes every sum of sizes (each below 2^43, at most 10)
+            uint64_t own = size(spread_[y]).value_or(EXACT + 1);
+            bool fits = true;
+            for (const Subset& s : subsets)
+                if (s.total + own > size(s.nodes | spread_[y]).value_or(EXACT + 1)) {
+                    fits = false;
+                    break;
+                }
+            if (!fits) continue;
+            chosen.push_back(y);
+            for (size_t k = 0, count = subsets.size(); k < count; ++k)
+                subsets.push_back({subsets[k].total + own, subsets[k].nodes | spread_[y]});
+        }
+        double total = 0.0;
+        for (int y : chosen) total += d_.additive[y];
+        return total;
     }
 
     // DcmapCost.absorption_lower_bound for absorber x and the frontier items `items`, in order
@@ -306,64 +358,156 @@ class DcmapModel {
         return least.back();
     }
 
-    // cost/dcmap.py's _grouping_excess for the nodes `group` of a layer whose unplaced nodes are `layer`
-    std::optional<double> grouping_excess(const Mask& group, const Mask& layer) const {
-        if (!group.many()) return 0.0;
-        unsigned __int128 best = ~static_cast<unsigned __int128>(0);
-        bool failed = false;
-        auto cpt = [&](int x) { return size(topo_.parents[x] | Mask::bit(x)); };
-        group.each([&](int x) {
-            auto c = cpt(x), rest = size(group.minus(Mask::bit(x)));
-            if (!c || !rest) return void(failed = true);
-            unsigned __int128 v = static_cast<unsigned __int128>(*c) * (*rest - 1);
-            if (v < best) best = v;
-        });
-        auto whole = size(group);
-        if (!whole) return std::nullopt;
-        layer.minus(group).each([&](int x) {
-            auto c = cpt(x);
-            if (!c) return void(failed = true);
-            unsigned __int128 v = static_cast<unsigned __int128>(*c) * (*whole - 1);
-            if (v < best) best = v;
-        });
-        if (failed || best > EXACT) return std::nullopt;
-        return static_cast<double>(static_cast<uint64_t>(best));
+    // cost/dcmap.py's _grouping_excess for the nodes `group` of one layer: each node, eliminated
+    // in the elimination order, finds the later ones in the scope (cpt(z) (|later| - 1))
+    std::optional<double> grouping_excess(const Mask& group) const {
+        std::vector<int> ordered;
+        group.each([&](int x) { ordered.push_back(x); });
+        std::sort(ordered.begin(), ordered.end(), [&](int a, int b) { return d_.eliminate_rank[a] < d_.eliminate_rank[b]; });
+        unsigned __int128 total = 0;
+        Mask later = group;
+        for (int z : ordered) {
+            later = later.minus(Mask::bit(z));
+            auto cpt = size(topo_.parents[z] | Mask::bit(z)), rest = size(later);
+            if (!cpt || !rest) return std::nullopt;
+            total += static_cast<unsigned __int128>(*cpt) * (*rest - 1);
+            if (total > EXACT) return std::nullopt;
+        }
+        return static_cast<double>(static_cast<uint64_t>(total));
     }
 
-    // DcmapCost.grouping_lower_bound for a frontier item with two or more unplaced
-    // parents `shared` in the next layer to build, whose unplaced nodes are `layer`
-    std::optional<double> grouping_bound(const Item& item, const Mask& shared, const Mask& layer) const {
+    // DcmapCost.grouping_trade_offs for a frontier item with two or more unplaced parents
+    // `shared` in the next layer to build
+    std::optional<Front> grouping_trade_offs(const Item& item, const Mask& shared) const {
         std::vector<int> parents;
         shared.each([&](int p) { parents.push_back(p); });
         size_t count = parents.size();
-        if (count > 8) return 0.0;  // MOST_GROUPED_PARENTS
+        if (count > 8) return Front{{0.0, 0.0}};  // MOST_GROUPED_PARENTS
         auto whole = size(item.message), most = size(item.message.minus(item.nodes));
         if (!whole || !most) return std::nullopt;
-        // each group's part (a group as bits over `parents`)
-        std::vector<double> part(size_t{1} << count, 0.0);
+        // each group's part (a group as bits over `parents`): its excess, its absorption
+        std::vector<std::pair<double, double>> part(size_t{1} << count, {0.0, 0.0});
         for (uint32_t g = 1; g < (uint32_t{1} << count); ++g) {
             Mask group, near;
             for (size_t k = 0; k < count; ++k)
                 if (g >> k & 1) group.set(parents[k]);
-            auto excess = grouping_excess(group, layer);
+            auto excess = grouping_excess(group);
             if (!excess) return std::nullopt;
             if (g & 1) {  // it holds the first parent, whose absorption is charged elsewhere
-                part[g] = *excess;
+                part[g] = {*excess, 0.0};
                 continue;
             }
-            near = group | topo_.union_of(topo_.parents, group);
+            near = jcpt(group);
             auto kept = size(item.message & near);
             if (!kept) return std::nullopt;
-            part[g] = *excess + least_absorption(d_.addition, *whole, *kept, *most);
+            part[g] = {*excess, least_absorption(d_.addition, *whole, *kept, *most)};
         }
-        // the least over the partitions, in cost/dcmap.py's _set_partitions order
-        double best = std::numeric_limits<double>::infinity();
-        bool first = true;
+        // every partition's pair, in cost/dcmap.py's _set_partitions order, sorted; then
+        // the pairs no other beats in absorptions
+        Front pairs;
         for (const std::vector<uint32_t>& groups : partitions(static_cast<int>(count))) {
-            double total = 0.0;
-            for (uint32_t g : groups) total += part[g];
-            if (first || total < best) best = total;
-            first = false;
+            double excess = 0.0, absorptions = 0.0;
+            for (uint32_t g : groups) excess += part[g].first;
+            for (uint32_t g : groups) absorptions += part[g].second;
+            pairs.push_back({excess, absorptions});
+        }
+        std::sort(pairs.begin(), pairs.end());
+        Front front{pairs.front()};
+        for (const auto& pair : pairs)
+            if (pair.second < front.back().second) front.push_back(pair);
+        return front;
+    }
+
+    // DcmapCost.layer_lower_bound for the frontier items with parents in `layer`, the
+    // unplaced nodes of the next layer to build
+    std::optional<double> layer_bound(std::span<const Item> frontier, const Mask& layer) const {
+        struct Kid {
+            Mask parents, message;
+            uint64_t size, most;
+        };
+        std::vector<Kid> kids;
+        for (const Item& item : frontier) {
+            Mask parents = topo_.union_of(topo_.parents, item.nodes) & layer;
+            if (parents.none()) continue;
+            auto whole = size(item.message), most = size(item.message.minus(item.nodes));
+            if (!whole || !most) return std::nullopt;
+            kids.push_back({parents, item.message, *whole, *most});
+        }
+        // the parents, in groups linked by a child, in the order of their first node
+        std::vector<Mask> groups;
+        Mask seen;
+        layer.each([&](int x) {
+            if (seen.test(x)) return;
+            Mask group;
+            for (const Kid& kid : kids)
+                if (kid.parents.test(x)) group |= kid.parents;
+            if (group.none()) return;
+            for (bool grew = true; grew;) {
+                grew = false;
+                for (const Kid& kid : kids)
+                    if (kid.parents.intersects(group) && kid.parents.minus(group).any()) group |= kid.parents, grew = true;
+            }
+            seen |= group;
+            groups.push_back(group);
+        });
+        double total = 0.0;
+        for (const Mask& group : groups) {
+            std::vector<int> members;
+            group.each([&](int x) { members.push_back(x); });
+            size_t count = members.size();
+            if (count > 8) continue;  // MOST_PARTITIONED
+            std::vector<double> part(size_t{1} << count, 0.0), least(size_t{1} << count, 0.0);
+            for (uint32_t subset = 1; subset < (uint32_t{1} << count); ++subset) {
+                Mask nodes;
+                for (size_t k = 0; k < count; ++k)
+                    if (subset >> k & 1) nodes.set(members[k]);
+                Mask near = jcpt(nodes);
+                double value = 0.0;
+                for (const Kid& kid : kids)
+                    if (kid.parents.intersects(nodes)) {
+                        auto kept = size(kid.message & near);
+                        if (!kept) return std::nullopt;
+                        value += least_absorption(d_.addition, kid.size, *kept, kid.most);
+                    }
+                auto excess = grouping_excess(nodes);
+                if (!excess) return std::nullopt;
+                part[subset] = value + *excess;
+            }
+            for (uint32_t subset = 1; subset < (uint32_t{1} << count); ++subset) {
+                uint32_t low = subset & (~subset + 1), others = subset ^ low;
+                double best = std::numeric_limits<double>::infinity();
+                for (uint32_t sub = others;; sub = (sub - 1) & others) {  // the lowest node's cluster-layer, and the rest
+                    double value = part[sub | low] + least[others ^ sub];
+                    if (value < best) best = value;
+                    if (!sub) break;
+                }
+                least[subset] = best;
+            }
+            total += least.back();
+        }
+        return total;
+    }
+
+    // search/bounds.py's least_grouping: the least over t (each excess met) of t plus, per
+    // front, its least absorptions with an excess of at most t
+    static double least_grouping(const std::vector<Front>& fronts) {
+        std::vector<double> ts;
+        for (const Front& front : fronts)
+            for (const auto& pair : front) ts.push_back(pair.first);
+        std::sort(ts.begin(), ts.end());
+        ts.erase(std::unique(ts.begin(), ts.end()), ts.end());
+        double best = std::numeric_limits<double>::infinity();
+        for (double t : ts) {
+            double total = t;
+            for (const Front& front : fronts) {
+                double least = std::numeric_limits<double>::infinity();
+                for (const auto& [excess, absorptions] : front) {
+                    if (excess > t) break;
+                    least = absorptions;
+                }
+                total += least;
+            }
+            if (total < best) best = total;
         }
         return best;
     }

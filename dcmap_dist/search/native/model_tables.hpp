@@ -20,11 +20,15 @@ struct ModelTables {
     double addition = 0.6;
     // the bound's parts (search/bounds.py): per layer, the bound of the layers above it; per
     // node, its own part and its absorbed part; per layer, (children there, charge) of each
-    // absorber, the children's masks as `words` words each
+    // absorber, the children's masks as `words` words each; per node, its additive absorbed
+    // part and the parents it is spread over (`words` words each)
     bool bounds = true;
     std::vector<double> above, own, absorbed;
     std::vector<std::vector<uint64_t>> absorbing_kids;
     std::vector<std::vector<double>> absorbing_charges;
+    std::vector<double> additive;
+    std::vector<uint64_t> spread;
+    size_t most_added = 10;  // the most nodes whose additive parts are added up
 };
 
 }  // namespace dcmap

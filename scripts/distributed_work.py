@@ -4,7 +4,8 @@ whose steps are counted in expansions (``RayOptions.step_iterations``), each pro
 serial optimum and optimal-mapping count (asserted), each with the breakdown of its
 expansions against the serial search's (dcmap_dist/search/worklog.py). Rows are upserted
 into ``results/distributed-work.csv`` (keyed by network, runner, workers, step and
-queue); ``--table`` prints that file's rows of a network as a Markdown table.
+queue, and the first mapping's beam budget: 0 is the greedy dive of the runs before
+issue 57's beam); ``--table`` prints that file's rows of a network as a Markdown table.
 
     python scripts/distributed_work.py water --model 2,4,8,16,32,64,256 --ray 2,4,8
     python scripts/distributed_work.py seagrass-2tbn --slices 3 --order paper --model 2,4
@@ -29,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 NETWORKS = ROOT.parent / "shared" / "networks"
 CSV = ROOT / "results" / "distributed-work.csv"
-KEY = ("network", "runner", "workers", "expansions", "depth", "seed")
+KEY = ("network", "first", "runner", "workers", "expansions", "depth", "seed")
 COLUMNS = (*KEY, "iterations", "work", "serial", "above", "arrived", "local", "other", "above_any", "steps", "sent",
            "found_at", "proven", "optimal_cost", "solution_count", "seconds", "commit")
 
@@ -50,27 +51,28 @@ def problem_of(args: argparse.Namespace):
     return Problem(parts[0], model, "merge", graph=network), label
 
 
-def serial_of(problem, label: str, cache: Path, g_min: float = math.inf):
+def serial_of(problem, label: str, cache: Path, first: int, g_min: float = math.inf):
     """The serial search's run with its log (from the cache when there), ``G_min``
-    starting at ``g_min`` if below the first mapping's cost."""
+    starting at ``g_min`` if below the first mapping's cost, the first mapping the beam's
+    of ``first`` expansions."""
     from dcmap_dist.run.model import serial_run
 
-    path = cache / f"{label.replace(' ', '_')}-serial{'-optimum' if g_min < math.inf else ''}.pickle"
+    path = cache / f"{label.replace(' ', '_')}-first{first}-serial{'-optimum' if g_min < math.inf else ''}.pickle"
     if path.exists():
         return pickle.loads(path.read_bytes())
-    run = serial_run(problem, log=True, g_min=g_min)
+    run = serial_run(problem, log=True, g_min=g_min, first_budget=first)
     cache.mkdir(parents=True, exist_ok=True)
     path.write_bytes(pickle.dumps(run, protocol=5))
     return run
 
 
-def row(label: str, runner: str, run, serial, counts: dict[str, int] | None, seed: int = 0) -> dict:
+def row(label: str, first: int, runner: str, run, serial, counts: dict[str, int] | None, seed: int = 0) -> dict:
     """A CSV row of one run (``counts``: its breakdown, None for the serial search)."""
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     counts = counts or {"serial": run.iterations, "above": 0, "arrived": 0, "local": 0, "other": 0,
                         "above_any": above_any(run.logs[0], run.optimal_cost)}
-    return {"network": label, "runner": runner, "workers": run.workers, "expansions": run.expansions,
+    return {"network": label, "first": first, "runner": runner, "workers": run.workers, "expansions": run.expansions,
             "depth": run.depth, "seed": seed, "iterations": run.iterations,
             "work": f"{run.iterations / serial.iterations:.3f}",
             **{kind: counts[kind] for kind in ("serial", "above", "arrived", "local", "other", "above_any")},
@@ -97,7 +99,7 @@ def upsert(rows: list[dict]) -> None:
         writer.writerows(kept)
 
 
-def ray_run(problem, workers: int, expansions: int):
+def ray_run(problem, workers: int, expansions: int, first: int):
     """A real Ray run on ``workers`` workers (a private Ray of as many CPUs as it needs),
     its steps ``expansions`` long, its workers' logs; told as a model run."""
     import ray
@@ -114,7 +116,7 @@ def ray_run(problem, workers: int, expansions: int):
     try:
         options = RayOptions(workers=workers, step_iterations=expansions, log_work=True)
         started = time.perf_counter()
-        found = distributed_search(problem, 0.6, 0, options, Limits())
+        found = distributed_search(problem, 0.6, 0, options, Limits(), first_budget=first)
         seconds = time.perf_counter() - started
         logs = ray.get(cluster.pooled_coordinator(workers).worker_logs.remote())
     finally:
@@ -131,9 +133,9 @@ def cell(count: str, total: int) -> str:
     return f"{int(count):,} ({int(count) / total:.1%})" if count else ""
 
 
-def table(label: str) -> str:
-    """The CSV's rows of ``label`` as a Markdown table."""
-    rows = [r for r in csv.DictReader(CSV.open()) if r["network"] == label]
+def table(label: str, first: int) -> str:
+    """The CSV's rows of ``label`` whose first mapping is ``first``'s as a Markdown table."""
+    rows = [r for r in csv.DictReader(CSV.open()) if r["network"] == label and r["first"] == str(first)]
     order = {"serial": 0, "ray": 1, "model": 2, "serial+opt": 3, "model+opt": 4}
     rows.sort(key=lambda r: (order[r["runner"]], int(r["workers"]), int(r["depth"]),
                              int(r["expansions"]), int(r["seed"])))
@@ -152,6 +154,8 @@ def table(label: str) -> str:
 
 
 def main() -> None:
+    from dcmap_dist.settings import FIRST_BUDGET
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("network", help="a network of ../shared/networks, without its suffix")
     parser.add_argument("--slices", type=int, help="unroll a template to this many slices")
@@ -163,6 +167,8 @@ def main() -> None:
     parser.add_argument("--known-optimum", action="store_true",
                         help="G_min starts at the optimum, in the serial search and the model (runners serial+opt, "
                              "model+opt): the work of the proof alone")
+    parser.add_argument("--first-budget", type=int, default=FIRST_BUDGET,
+                        help=f"the first mapping's beam budget (default {FIRST_BUDGET}; 0: the greedy dive alone)")
     parser.add_argument("--seed", type=int, default=0, help="the model's seed (the serial search's is 0)")
     parser.add_argument("--limit", type=float, default=20.0, help="stop a model run past this many times the "
                                                                   "serial search's expansions")
@@ -174,19 +180,19 @@ def main() -> None:
 
     problem, label = problem_of(args)
     if args.table:
-        print(table(label))
+        print(table(label, args.first_budget))
         return
-    serial = serial_of(problem, label, args.cache)
+    serial = serial_of(problem, label, args.cache, args.first_budget)
     print(f"{label}: serial {serial.iterations:,} expansions, optimum {serial.optimal_cost} "
           f"({serial.solution_count:,} mappings), {serial.seconds:.1f} s", flush=True)
-    rows = [row(label, "serial", serial, serial, None)]
+    rows = [row(label, args.first_budget, "serial", serial, serial, None)]
     g_min, suffix = math.inf, ""
     if args.known_optimum:
         g_min, suffix = serial.optimal_cost, "+opt"
-        serial = serial_of(problem, label, args.cache, g_min)
+        serial = serial_of(problem, label, args.cache, args.first_budget, g_min)
         print(f"  knowing the optimum: serial {serial.iterations:,} expansions, {serial.seconds:.1f} s", flush=True)
         assert (serial.optimal_cost, serial.solution_count) == (g_min, rows[0]["solution_count"])
-        rows = [row(label, "serial+opt", serial, serial, None)]
+        rows = [row(label, args.first_budget, "serial+opt", serial, serial, None)]
     runs = [("model", int(w)) for w in args.model.split(",") if w] + [("ray", int(w)) for w in args.ray.split(",") if w]
     if args.known_optimum and runs and runs[-1][0] == "ray":
         sys.exit("--known-optimum is for the model only")
@@ -194,15 +200,15 @@ def main() -> None:
         expansions = args.expansions or step_expansions(workers)
         if runner == "model":
             run = model_search(problem, workers, expansions, args.depth, seed=args.seed, log=True,
-                               limit=round(args.limit * serial.iterations), g_min=g_min)
+                               limit=round(args.limit * serial.iterations), g_min=g_min, first_budget=args.first_budget)
         else:
-            run = ray_run(problem, workers, expansions)
+            run = ray_run(problem, workers, expansions, args.first_budget)
         if run.proven:
             assert (run.optimal_cost, run.solution_count) == (serial.optimal_cost, serial.solution_count), \
                 f"{runner} W = {workers}: {run.optimal_cost}, {run.solution_count} mappings"
         counts = breakdown(serial.logs[0], run.logs, serial.optimal_cost)
         assert counts["total"] == run.iterations
-        rows.append(row(label, runner + suffix, run, serial, counts, args.seed if runner == "model" else 0))
+        rows.append(row(label, args.first_budget, runner + suffix, run, serial, counts, args.seed if runner == "model" else 0))
         print(f"  {runner} W = {workers}: {run.iterations:,} expansions ({run.iterations / serial.iterations:.3f}), "
               f"{'proven' if run.proven else 'stopped'}, {run.seconds:.1f} s; {counts}", flush=True)
         upsert(rows)

@@ -30,6 +30,7 @@ from ..search.problem import Problem
 from ..search.state import Improvement
 from ..search.tolerance import within
 from ..search.worklog import WorkLog
+from ..settings import FIRST_BUDGET
 from .loop import drive
 from .ray.protocol import SearchSpec, StepReport, Totals
 from .ray.rules import deliver, next_order, notify, take_in, take_step, worker_engine
@@ -74,13 +75,14 @@ class ModelRun:
 
 def model_search(problem: Problem, workers: int, expansions: int | None = None, depth: int = QUEUED_STEPS,
                  alpha: float = 0.6, seed: int = 0, log: bool = False, limit: int | None = None,
-                 g_min: float = math.inf) -> ModelRun:
+                 g_min: float = math.inf, first_budget: int = FIRST_BUDGET) -> ModelRun:
     """Prove ``problem`` on ``workers`` modelled workers (see the module docstring), each
     step ``expansions`` long (default: :func:`step_expansions`) with ``depth`` steps
     queued per worker; with ``log``, each worker's engine logs its work. With ``limit``,
     it stops unproven after the round in which its expansions reach ``limit``. ``G_min``
     starts at the first mapping's cost, or at ``g_min`` if lower (the optimum: what the
-    proof alone costs)."""
+    proof alone costs); the first mapping is the beam's of ``first_budget`` expansions,
+    as a Ray run's."""
     expansions = step_expansions(workers) if expansions is None else expansions
     if workers < 1 or expansions < 1 or depth < 1:
         raise ValueError(f"workers, expansions and depth must be positive, got {workers}, {expansions}, {depth}")
@@ -88,7 +90,7 @@ def model_search(problem: Problem, workers: int, expansions: int | None = None, 
     spec = SearchSpec.of(problem, alpha, seed, log)
     engines = [worker_engine(spec, i, True, workers, i + 1) for i in range(workers)]
     slots = [WorkerSlot(actor=None, report=StepReport()) for _ in range(workers)]
-    first = incumbent(problem, Stopwatch(Limits()))
+    first = incumbent(problem, Stopwatch(Limits()), first_budget)
     g_min, iterations, rounds = min(first.cost, g_min), 0, 0
     trace: list[Improvement] = []
     totals = Totals()
@@ -134,12 +136,12 @@ def model_search(problem: Problem, workers: int, expansions: int | None = None, 
 
 
 def serial_run(problem: Problem, alpha: float = 0.6, seed: int = 0, log: bool = False,
-               g_min: float = math.inf) -> ModelRun:
+               g_min: float = math.inf, first_budget: int = FIRST_BUDGET) -> ModelRun:
     """The serial search of ``problem`` (:class:`~.serial.SerialSearch`), told as a
     :class:`ModelRun` of 0 workers: the reference of the model's work and exactness
-    (``g_min``: as :func:`model_search`'s)."""
+    (``g_min`` and ``first_budget``: as :func:`model_search`'s)."""
     started = time.perf_counter()
-    search = SerialSearch(problem, alpha, seed, None, None, None, reports=False)
+    search = SerialSearch(problem, alpha, seed, None, None, None, reports=False, first_budget=first_budget)
     search.engine.hear(g_min)
     if log:
         search.engine.keep_log()

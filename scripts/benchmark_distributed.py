@@ -14,7 +14,8 @@ independent searches, the ceiling for two workers.
 ``scaling``: machine-independent figures for W = 1, 2, 4, 8, 16 workers (they may share
 the cores): total expansions relative to the serial search (work overhead), link
 reports (completions sent to another actor) per expansion and per second, bytes per
-second, the coordinator's busy fraction, each worker's idle fraction, steps.
+second, the coordinator's busy fraction, each worker's idle fraction, steps, the peak of
+the processes' memory together beside the serial search's peak.
 
 ``latency``: why a link table held by one process costs work, without Ray: the serial
 loop in this process, except that a branch that completes a layer and goes on waits
@@ -235,7 +236,8 @@ def scaling(args: argparse.Namespace) -> None:
                     "coordinator_memory_mb": round(s["coordinator_memory_mb"]),
                     "idle_min": min(idle), "idle_max": max(idle), "steps": s["steps"],
                     "search_seconds": round(elapsed, 2), "wall_seconds": got["wall_seconds"],
-                    "cpu_seconds": got["cpu_seconds"],
+                    "cpu_seconds": got["cpu_seconds"], "peak_memory_mb": got["peak_memory_mb"],
+                    "serial_peak_memory_mb": serial["peak_memory_mb"],
                 }
                 rows.append(row)
                 print(row, flush=True)

@@ -3,9 +3,13 @@ network, then the model of many workers (dcmap_dist/run/model.py) and real Ray r
 whose steps are counted in expansions (``RayOptions.step_iterations``), each proving the
 serial optimum and optimal-mapping count (asserted), each with the breakdown of its
 expansions against the serial search's (dcmap_dist/search/worklog.py). Rows are upserted
-into ``results/distributed-work.csv`` (keyed by network, runner, workers, step and
-queue, and the first mapping's beam budget: 0 is the greedy dive of the runs before
-issue 57's beam); ``--table`` prints that file's rows of a network as a Markdown table.
+into ``results/distributed-work.csv`` (keyed by network, the first mapping's beam budget
+(0: the greedy dive of the runs before issue 57's beam), runner, workers, step and queue);
+``--table`` prints that file's rows of a network as a Markdown table. Its "span
+speed-up" is the serial search's expansions over a model run's span (its rounds'
+longest steps' expansions added up): what W cores would give if a step took the time of
+its expansions, a worker's expansion cost a serial one's, and neither the coordinator
+nor Ray kept a worker waiting between its steps (an estimate, not a measurement).
 
     python scripts/distributed_work.py water --model 2,4,8,16,32,64,256 --ray 2,4,8
     python scripts/distributed_work.py seagrass-2tbn --slices 3 --order paper --model 2,4
@@ -31,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NETWORKS = ROOT.parent / "shared" / "networks"
 CSV = ROOT / "results" / "distributed-work.csv"
 KEY = ("network", "first", "runner", "workers", "expansions", "depth", "seed")
-COLUMNS = (*KEY, "iterations", "work", "serial", "above", "arrived", "local", "other", "above_any", "steps", "sent",
-           "found_at", "proven", "optimal_cost", "solution_count", "seconds", "commit")
+COLUMNS = (*KEY, "iterations", "work", "serial", "above", "arrived", "local", "other", "above_any", "steps",
+           "rounds", "span", "sent", "found_at", "proven", "optimal_cost", "solution_count", "seconds", "commit")
 
 
 def problem_of(args: argparse.Namespace):
@@ -76,7 +80,8 @@ def row(label: str, first: int, runner: str, run, serial, counts: dict[str, int]
             "depth": run.depth, "seed": seed, "iterations": run.iterations,
             "work": f"{run.iterations / serial.iterations:.3f}",
             **{kind: counts[kind] for kind in ("serial", "above", "arrived", "local", "other", "above_any")},
-            "steps": run.steps, "sent": run.sent, "found_at": run.found_at, "proven": run.proven,
+            "steps": run.steps, "rounds": run.rounds, "span": run.span, "sent": run.sent, "found_at": run.found_at,
+            "proven": run.proven,
             "optimal_cost": f"{run.optimal_cost:.6f}", "solution_count": run.solution_count,
             "seconds": f"{run.seconds:.1f}", "commit": commit}
 
@@ -122,7 +127,7 @@ def ray_run(problem, workers: int, expansions: int, first: int):
     finally:
         cluster.disconnect()
     stats = found.statistics
-    return ModelRun(workers=workers, expansions=expansions, depth=QUEUED_STEPS, iterations=found.iterations,
+    return ModelRun(workers=workers, expansions=expansions, depth=QUEUED_STEPS, iterations=found.iterations, span=0,
                     worker_iterations=stats["worker_iterations"], rounds=0, steps=stats["steps"], sent=stats["sent"],
                     proven=found.proven, optimal_cost=found.best_cost, solution_count=mapping_count(found),
                     found_at=found_at(found.trace, found.best_cost), seconds=seconds, logs=logs)
@@ -140,16 +145,22 @@ def table(label: str, first: int) -> str:
     rows.sort(key=lambda r: (order[r["runner"]], int(r["workers"]), int(r["depth"]),
                              int(r["expansions"]), int(r["seed"])))
     lines = ["| runner | W | step (expansions) | queue | seed | expansions | work | serial also | above G* | "
-             "dominated by an arrival | dominated locally | other | all above G* | best found at | seconds here |",
-             "| --- |" + " ---: |" * 14]
+             "dominated by an arrival | dominated locally | other | all above G* | best found at | rounds | "
+             "span | span speed-up | seconds here |",
+             "| --- |" + " ---: |" * 17]
+    serial = next((int(r["iterations"]) for r in rows if r["runner"].startswith("serial")), 0)
     for r in rows:
+        rounds, span = int(r.get("rounds") or 0), int(r.get("span") or 0)
+        speed = f"{serial / span:.1f}" if span and r["runner"].startswith("model") else ""
         total = int(r["iterations"])
         share = {k: cell(r[k], total) for k in ("serial", "above", "arrived", "local", "other")}
         work = r["work"] if r["proven"] == "True" else f"> {r['work']} (stopped)"
         lines.append(f"| {r['runner']} | {r['workers']} | {int(r['expansions']):,} | {r['depth']} | {r['seed']} | "
                      f"{total:,} | "
                      f"{work} | {share['serial']} | {share['above']} | {share['arrived']} | {share['local']} | "
-                     f"{share['other']} | {cell(r['above_any'], total)} | {int(r['found_at']):,} | {r['seconds']} |")
+                     f"{share['other']} | {cell(r['above_any'], total)} | {int(r['found_at']):,} | {rounds or ''} | "
+                     f"{f'{span:,}' if span else ''} | {speed} | "
+                     f"{r['seconds']} |")
     return "\n".join(lines)
 
 

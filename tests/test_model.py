@@ -37,6 +37,7 @@ def test_the_model_proves_the_serial_optimum_on_any_number_of_workers(seed):
         assert (run.optimal_cost, run.solution_count) == (serial.optimal_cost, serial.solution_count), \
             f"seed {seed}, W = {workers}"
         assert run.iterations == sum(run.worker_iterations)
+        assert run.iterations <= workers * run.span and run.span <= run.iterations  # a round's longest step
     known = model_search(problem, 4, 5, g_min=serial.optimal_cost)  # the proof alone
     assert (known.optimal_cost, known.solution_count) == (serial.optimal_cost, serial.solution_count)
 

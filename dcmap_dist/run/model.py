@@ -52,6 +52,8 @@ def step_expansions(workers: int) -> int:
 class ModelRun:
     """A search's work: ``workers`` (0: the serial search), its steps of ``expansions``
     with ``depth`` queued, its expansions in all and by worker, its rounds and steps,
+    its span (the rounds' longest steps' expansions added up: the search's time on
+    ``workers`` cores, in expansions, if every step took the time of its expansions),
     the completions sent between workers, whether it was ``proven`` (else it stopped
     at its iteration limit), the optimum and how many optimal mappings it proved (0
     unproven), the search's iteration at which it first found its best, the seconds the
@@ -63,6 +65,7 @@ class ModelRun:
     iterations: int
     worker_iterations: list[int]
     rounds: int
+    span: int
     steps: int
     sent: int
     proven: bool
@@ -91,7 +94,7 @@ def model_search(problem: Problem, workers: int, expansions: int | None = None, 
     engines = [worker_engine(spec, i, True, workers, i + 1) for i in range(workers)]
     slots = [WorkerSlot(actor=None, report=StepReport()) for _ in range(workers)]
     first = incumbent(problem, Stopwatch(Limits()), first_budget)
-    g_min, iterations, rounds = min(first.cost, g_min), 0, 0
+    g_min, iterations, rounds, span = min(first.cost, g_min), 0, 0, 0
     trace: list[Improvement] = []
     totals = Totals()
     root = problem.root()
@@ -115,6 +118,7 @@ def model_search(problem: Problem, workers: int, expansions: int | None = None, 
             trace.extend(report.improvements)
             g_min = min(g_min, report.g_min)
             notify(slots, report.notices)
+        span += max(report.expanded for _, (report, _) in ended)
     proven = not ready
     finals = [entry for engine in engines if (entry := engine.final_entry()) is not None]
 
@@ -128,7 +132,7 @@ def model_search(problem: Problem, workers: int, expansions: int | None = None, 
                     StopReason.FINISHED if proven else StopReason.MAX_ITERATIONS, iterations, trace, g_min, 0.0,
                     fetch, 0)
     return ModelRun(workers=workers, expansions=expansions, depth=depth, iterations=iterations,
-                    worker_iterations=[slot.report.iterations for slot in slots], rounds=rounds, steps=totals.steps,
+                    worker_iterations=[slot.report.iterations for slot in slots], rounds=rounds, span=span, steps=totals.steps,
                     sent=totals.sent, proven=proven, optimal_cost=found.best_cost,
                     solution_count=mapping_count(found) if proven else 0,
                     found_at=found_at(trace, found.best_cost), seconds=time.perf_counter() - started,
@@ -148,7 +152,7 @@ def serial_run(problem: Problem, alpha: float = 0.6, seed: int = 0, log: bool = 
     found = drive(search, None, None)
     logs = [search.engine.take_log()] if log else None
     return ModelRun(workers=0, expansions=0, depth=0, iterations=found.iterations,
-                    worker_iterations=[found.iterations], rounds=0, steps=0, sent=0, proven=found.proven,
+                    worker_iterations=[found.iterations], rounds=0, span=found.iterations, steps=0, sent=0, proven=found.proven,
                     optimal_cost=found.best_cost, solution_count=mapping_count(found),
                     found_at=found_at(found.trace, found.best_cost), seconds=time.perf_counter() - started, logs=logs)
 

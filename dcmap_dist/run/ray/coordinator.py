@@ -1,5 +1,5 @@
 """The coordinator of the distributed search (see :mod:`dcmap_dist.run.ray.driver` for the
-design): it owns the workers (a :class:`~.steps.WorkerSlot` each), ``G_min``, the
+design): it owns the workers (its :class:`~.crew.Crew`, a :class:`~.steps.WorkerSlot` each), ``G_min``, the
 counters, the trace, termination, the snapshots from which a lost worker is recovered
 (:class:`~.snapshots.Snapshots`) and, with ``link_table="coordinator"``, the link table
 (in its own engine, which also keeps ``G_min``).
@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import pickle
 import time
-import uuid
 from dataclasses import replace
 from typing import Any
 
 import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ...limits import Limits, StepEnd, StopReason, Stopwatch, memory_mb
 from ...progress import Progress
@@ -36,20 +34,20 @@ from ...search.histories import Histories, gather_histories
 from ...search.linking import route
 from ...search.state import Improvement, Resumption, SearchState
 from ...search.worklog import WorkLog
-from .protocol import (LOOKUPS, SILENT_STEPS, Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepReport,
-                       Totals, TurnReport, WorkersLost)
-from .recovery import (INTERRUPTED_SECONDS, LOST, PING_SECONDS, PLACE_SECONDS, POLL_SECONDS, WorkerSilent,
-                       answering, free_spots, merged, said, sort_out)
+from .crew import Crew
+from .protocol import (LOOKUPS, Cut, RayOptions, Results, SearchSpec, Snapshot, Statistics, StepReport, Totals,
+                       TurnReport, WorkersLost)
+from .recovery import (INTERRUPTED_SECONDS, LOST, PING_SECONDS, PLACE_SECONDS, WorkerSilent, answering, free_spots,
+                       merged, said, sort_out)
 from .rules import deliver, next_order, notify, take_in
 from .snapshots import Snapshots
 from .steps import (BOUND_SECONDS, QUEUED_STEPS, WorkerSlot, deal, iteration_caps, silence,
                     step_seconds)
-from .worker import Worker, by_value
+from .worker import by_value
 
 __all__ = ["CONTROL", "Coordinator"]
 
 CONTROL = "control"  # the coordinator's thread for halt, answered while a turn or a recovery runs
-SAVE_SECONDS = 600.0  # how long a worker may take to save, send or take back its share of a snapshot
 LAG_STEPS = 10  # a step running this many step lengths after its worker's last answer is late
 
 
@@ -62,15 +60,8 @@ class Coordinator:
     :meth:`begin`'s."""
 
     def __init__(self, workers: int, cpus_per_worker: float) -> None:
-        self.requested = workers  # the workers asked for; self.size are those that search
-        self.size = workers
-        self.cpus = cpus_per_worker
-        self.run_id = uuid.uuid4().hex[:8]
-        self.spawned = 0
-        self.actors = [self._spawn() for _ in range(workers)]
-        self.nodes: list[str | None] = [None] * workers  # each actor's node, once it answered
+        self.crew = Crew(workers, cpus_per_worker)
         self.step = step_seconds(workers)
-        self.silent = silence(SILENT_STEPS, workers)  # seconds without an answer after which a worker is lost
         self.placing = PLACE_SECONDS  # the first load waits this long for the workers to start
         self.until = 0.0  # when the current turn ends (perf_counter)
         self.notes: list[str] = []  # what the recoveries since the last turn did (for the driver)
@@ -97,48 +88,19 @@ class Coordinator:
         self.trace: list[Improvement] = []
         self.totals = Totals()
 
-    def _spawn(self, node: str | None = None) -> Any:
-        """A new worker actor: spread over the cluster's nodes, or on ``node`` (failing
-        at once if that node is gone)."""
-        self.spawned += 1
-        where = "SPREAD" if node is None else NodeAffinitySchedulingStrategy(node, soft=False,
-                                                                              _fail_on_unavailable=True)
-        actor = ray.remote(concurrency_groups={LOOKUPS: 1})(Worker).options(
-            num_cpus=self.cpus, max_restarts=0, name=f"dcmap-worker-{self.run_id}-{self.spawned}",
-            namespace="dcmap", scheduling_strategy=where, enable_task_events=False)
-        return actor.remote()
-
-    def _get(self, refs: Any, seconds: float | None = None, step: bool = False) -> Any:
-        """``ray.get`` of workers' answers, given up after ``seconds`` (the silence that
-        makes a worker lost, by default) with :class:`WorkerSilent`; a ``step``'s at most
-        :data:`INTERRUPTED_SECONDS` after a signal halted the search (it must end within
-        seconds, and a step ends within a step length)."""
-        seconds = self.silent if seconds is None else seconds
-        pending = [refs] if isinstance(refs, ray.ObjectRef) else list(refs)
-        start = time.perf_counter()
-        deadline = start + seconds
-        while pending:
-            now = time.perf_counter()
-            if step and self.stop == StopReason.INTERRUPTED:
-                deadline = min(deadline, max(self.halted, start) + INTERRUPTED_SECONDS)
-            if now >= deadline:
-                raise WorkerSilent(f"a worker has not answered for {now - start:.0f} s")
-            _, pending = ray.wait(pending, num_returns=len(pending), timeout=min(POLL_SECONDS, deadline - now))
-        return ray.get(refs)
-
     # -- one search -------------------------------------------------------------
     def begin(self, spec: SearchSpec, options: RayOptions, limits: Limits, g_min: float,
               resume: Resumption | None = None) -> None:
         """Load a search into every worker and seed it with the root, or with the
         state it was checkpointed in (``resume``)."""
+        crew = self.crew
         self.spec, self.options = spec, options
         self.sharded = options.link_table == "sharded"
-        self.silent = silence(options.silent_steps, self.requested)
+        crew.silent = silence(options.silent_steps, crew.requested)
         self.notes = []
-        if len(self.actors) < self.requested:  # lost in an earlier search of this pool: try again
-            self.actors += self._replace(self.requested - len(self.actors), set())
-            self.size = len(self.actors)
-            if not self.actors:
+        if crew.size < crew.requested:  # lost in an earlier search of this pool: try again
+            crew.actors += self._replace(crew.requested - crew.size, set())
+            if not crew.actors:
                 raise WorkersLost("no worker is left from the last search, and no live node has a CPU free "
                                   "for one")
         self.watch = Stopwatch(limits, every=1, memory=self._memory)  # memory: of every process together
@@ -150,9 +112,9 @@ class Coordinator:
         self.stop = None
         self.histories = {}
         self.snapshots = Snapshots(options.snapshot_every)
-        empty = [[] for _ in range(self.size)]
+        empty = [[] for _ in range(crew.size)]
         self._build(SearchState(), g_min, resume.iterations if resume else 0, list(resume.trace) if resume else [],
-                    Totals(), [StepReport() for _ in range(self.size)], empty, empty, self.placing)
+                    Totals(), [StepReport() for _ in range(crew.size)], empty, empty, self.placing)
         self.placing = PING_SECONDS  # the next searches' workers are running already
         root = self.engine.problem.root()
         self.root_bound = root.bound
@@ -171,18 +133,14 @@ class Coordinator:
         per worker with its last ``reports``, its ``inbox`` and the notices it has not
         heard, and the counters. The workers have ``seconds`` to answer (default: the
         silence that makes one lost)."""
-        spec = self.spec
+        spec, crew = self.spec, self.crew
         self.engine = new_engine(spec.problem(), 0.0, 0, None if self.sharded else self.owners, notify=True)
         self.owners += 1
         self.engine.restore(own, g_min=g_min)
-        loads = []
-        for i, actor in enumerate(self.actors):
-            loads.append(actor.load.remote(spec, i, self.sharded, self.size, self.owners))
-            self.owners += 1
-        self._get(loads, seconds)
-        self.nodes = self._get([actor.node.remote() for actor in self.actors], seconds)
+        crew.load(spec, self.sharded, self.owners, seconds)
+        self.owners += crew.size
         self.slots = [WorkerSlot(actor, report, inbox=list(batches), unheard=list(notices))
-                      for actor, report, batches, notices in zip(self.actors, reports, inbox, unheard)]
+                      for actor, report, batches, notices in zip(crew.actors, reports, inbox, unheard)]
         self.iterations = iterations
         self.trace = list(trace)
         self.totals = totals
@@ -203,22 +161,27 @@ class Coordinator:
             self.engine.load(state)  # the records first, then the arrivals settled against them
             return
         self._deliver(state.arrivals)
-        parts = [SearchState(dominated=state.dominated) for _ in range(self.size)]
+        size = self.crew.size
+        parts = [SearchState(dominated=state.dominated) for _ in range(size)]
         holder = {}
         for key, entry in state.entries.items():
-            holder[entry.record] = owner = route(key, self.size)
+            holder[entry.record] = owner = route(key, size)
             parts[owner].entries[key] = entry
         for record, histories in state.histories.items():
-            parts[holder.get(record, record % self.size)].histories[record] = histories
+            parts[holder.get(record, record % size)].histories[record] = histories
         for k, branch in enumerate(state.branches):
-            parts[holder.get(branch.link, k % self.size)].branches.append(branch)
-        self._save_get([slot.actor.take_part.remote(part) for slot, part in zip(self.slots, parts)])
+            parts[holder.get(branch.link, k % size)].branches.append(branch)
+        self.crew.save_get([slot.actor.take_part.remote(part) for slot, part in zip(self.slots, parts)])
         for slot, part in zip(self.slots, parts):  # so that each worker holding branches gets a step
             slot.report = StepReport(open_branches=len(part.branches))
 
     def elapsed(self) -> float:
         """Seconds of search, those before a resumption included."""
         return self.before + self.watch.elapsed()
+
+    def _interrupted(self) -> float | None:
+        """When a signal halted the search (perf_counter), or None if none did."""
+        return self.halted if self.stop == StopReason.INTERRUPTED else None
 
     def halt(self, reason: StopReason) -> None:
         """Stop the search (e.g. ``interrupted``) before the next step (called in the
@@ -272,7 +235,7 @@ class Coordinator:
         self.totals.coordinator_busy += time.perf_counter() - busy
         if running:
             # waits no longer than the turn, nor past the moment a worker would count as lost
-            lost_at = min(self.slots[i].heard for i in running.values()) + self.silent
+            lost_at = min(self.slots[i].heard for i in running.values()) + self.crew.silent
             ready, rest = ray.wait(list(running), num_returns=1,
                                    timeout=max(0.0, min(self.until, lost_at) - time.perf_counter()))
             if not ready:
@@ -296,7 +259,7 @@ class Coordinator:
         ready = [i for i, slot in enumerate(self.slots) if len(slot.running) < self.depth and slot.has_work()]
         limit = self.watch.limits.max_iterations
         left = None if limit is None else max(0, limit - self.iterations - sum(s.reserved for s in self.slots))
-        caps = iteration_caps(left, ready, self.size)
+        caps = iteration_caps(left, ready, self.crew.size)
         for i in ready:
             slot = self.slots[i]
             if caps[i] != 0:
@@ -306,7 +269,7 @@ class Coordinator:
     def _start(self, slot: WorkerSlot, allowance: int | None) -> None:
         """Start a worker's next step, with what waits for it, ``G_min``, the notices it
         has not heard, and at most ``allowance`` expansions (None: no limit)."""
-        destinations = self.size if self.sharded else 1
+        destinations = self.crew.size if self.sharded else 1
         now = time.perf_counter()
         if not slot.running:  # it has been idle: its silence counts from now
             slot.heard = now
@@ -336,7 +299,8 @@ class Coordinator:
         the coordinator holds the table)."""
         slot = self.slots[i]
         refs = slot.running[0]
-        report = self._get(refs[0], max(1.0, slot.heard + self.silent - time.perf_counter()), step=True)
+        report = self.crew.get(refs[0], max(1.0, slot.heard + self.crew.silent - time.perf_counter()),
+                               interrupted=self._interrupted)
         slot.heard = time.perf_counter()
         slot.running.pop(0)
         slot.fed.pop(0)
@@ -351,7 +315,7 @@ class Coordinator:
             self.stop = report.stop
         if arrivals:
             self.engine.place(self.iterations, self.elapsed())
-            for batch in self._get(arrivals):
+            for batch in self.crew.get(arrivals):
                 self.engine.receive_batch(batch)
             self.trace.extend(self.engine.take_improvements())
             notify(self.slots, self.engine.take_notices())
@@ -384,12 +348,7 @@ class Coordinator:
         own = self.engine.export()
         own.branches += [branch for slot in self.slots for branch in slot.hand]
         return self.snapshots.take(self.slots, own, self.engine.g_min, self.iterations, self.trace, self.totals,
-                                   self._state_size(), start, drained, self.elapsed, self._save_get)
-
-    def _save_get(self, refs: list[Any]) -> list[Any]:
-        """Workers' answers that may take long to make or send (a share of a snapshot of
-        gigabytes, a scan of the open branches, the histories of many records)."""
-        return self._get(refs, max(self.silent, SAVE_SECONDS))
+                                   self._state_size(), start, drained, self.elapsed, self.crew.save_get)
 
     def _lagging(self) -> bool:
         """Whether a running step is late (:data:`LAG_STEPS` step lengths, 2 s at least): a
@@ -403,7 +362,7 @@ class Coordinator:
         the silence that makes it lost."""
         now = time.perf_counter()
         for slot in self.slots:
-            if slot.running and now - slot.heard >= self.silent:
+            if slot.running and now - slot.heard >= self.crew.silent:
                 raise WorkerSilent(f"a worker has not answered for {now - slot.heard:.0f} s")
 
     def _recover(self, lost: Exception | None = None) -> None:
@@ -428,67 +387,62 @@ class Coordinator:
         raise WorkersLost(f"workers went on being lost during the recovery ({said(lost)})")
 
     def _recover_to(self, snap: Snapshot, lost: Exception | None) -> None:
+        crew = self.crew
         started = time.perf_counter()
-        before, rolled = self.size, self.iterations - snap.iterations
+        before, rolled = crew.size, self.iterations - snap.iterations
         live, suspects = self._live_actors()
-        answered, missing = len(live), self.requested - len(live)
+        answered, missing = len(live), crew.requested - len(live)
         if missing > 0 and self.stop != StopReason.INTERRUPTED:
             live += self._replace(missing, suspects)
         if not live:
             raise WorkersLost(f"every worker was lost ({said(lost)}) and no live node has a CPU free for another")
-        self.actors = live
+        crew.actors = live
         now = self.totals  # what the recoveries and snapshots cost is not undone
         totals = replace(snap.totals, recoveries=now.recoveries + 1, rolled_back=now.rolled_back + rolled,
                          coordinator_busy=now.coordinator_busy, snapshots=now.snapshots,
                          snapshot_seconds=now.snapshot_seconds, snapshot_longest=now.snapshot_longest)
         if len(live) == len(snap.workers):  # as many workers as the snapshot's: each takes its own share back
-            self.size = len(live)
             self._build(pickle.loads(snap.own), snap.g_min, snap.iterations, snap.trace, totals, list(snap.reports),
                         snap.inbox, snap.unheard, PLACE_SECONDS)
-            self._save_get([slot.actor.restore.remote(state) for slot, state in zip(self.slots, snap.workers)])
+            crew.save_get([slot.actor.restore.remote(state) for slot, state in zip(self.slots, snap.workers)])
         else:  # the snapshot's state shared out anew, as a resumption on this many workers is
-            self.size = len(live)
             whole = merged(snap, self.engine.problem)
-            empty = [[] for _ in range(self.size)]
+            empty = [[] for _ in range(crew.size)]
             self._build(SearchState(), snap.g_min, snap.iterations, snap.trace, totals,
-                        [StepReport() for _ in range(self.size)], empty, empty, PLACE_SECONDS)
+                        [StepReport() for _ in range(crew.size)], empty, empty, PLACE_SECONDS)
             self._distribute(whole)
         if self.stop == StopReason.FINISHED:  # a snapshot is never of a finished search: it goes on
             self.stop = None
         self.notes.append(
             f"a worker was lost ({said(lost)}); the search went back to its snapshot at iteration "
-            f"{snap.iterations:,} ({rolled:,} iterations to do again) and goes on with {self.size} workers"
-            f"{'' if self.size == before else f' (was {before})'}: {answered} went on, {len(live) - answered} "
+            f"{snap.iterations:,} ({rolled:,} iterations to do again) and goes on with {crew.size} workers"
+            f"{'' if crew.size == before else f' (was {before})'}: {answered} went on, {len(live) - answered} "
             f"started of {missing} missing; the recovery took {time.perf_counter() - started:.1f} s")
 
     def _live_actors(self) -> tuple[list[Any], set[str]]:
         """The workers that answer within :data:`~.recovery.PING_SECONDS` and were fed by
         none that did not (the others are killed), and the suspect nodes (:func:`~.recovery.sort_out`)."""
         # a live worker answers at once: once interrupted, no need to wait long
-        answered = self._answering(self.actors, min(self.silent, PING_SECONDS), INTERRUPTED_SECONDS)
-        fed = [set().union(*slot.fed) for slot in self.slots] if len(self.slots) == len(self.actors) else None
-        live, suspects, self.freed = sort_out(self.actors, self.nodes, answered, fed)
+        crew = self.crew
+        answered = answering(crew.actors, min(crew.silent, PING_SECONDS), INTERRUPTED_SECONDS, self._interrupted)
+        fed = [set().union(*slot.fed) for slot in self.slots] if len(self.slots) == len(crew.actors) else None
+        live, suspects, self.freed = sort_out(crew.actors, crew.nodes, answered, fed)
         return live, suspects
 
     def _replace(self, wanted: int, suspects: set[str]) -> list[Any]:
         """Up to ``wanted`` new workers, on nodes Ray reports alive with a CPU free, but
         not on the ``suspects`` (nodes of lost workers); those not started within
         :data:`~.recovery.PLACE_SECONDS` (or before the search is interrupted) are given up."""
-        spots = (self.freed + free_spots(self.cpus, suspects))[:wanted]
+        spots = (self.freed + free_spots(self.crew.cpus, suspects))[:wanted]
         self.freed = []
         if not spots:
             return []
-        started = [self._spawn(node) for node in spots]
-        answered = self._answering(started, PLACE_SECONDS, 0.0)
+        started = [self.crew.spawn(node) for node in spots]
+        answered = answering(started, PLACE_SECONDS, 0.0, self._interrupted)
         for i, actor in enumerate(started):
             if i not in answered:
                 ray.kill(actor, no_restart=True)
         return [actor for i, actor in enumerate(started) if i in answered]
-
-    def _answering(self, actors: list[Any], seconds: float, grace: float) -> set[int]:
-        """:func:`~.recovery.answering`, with ``grace`` seconds once the search is interrupted."""
-        return answering(actors, seconds, grace,
-                         lambda: self.halted if self.stop == StopReason.INTERRUPTED else None)
 
     def cut(self) -> Cut:
         """A fresh consistent cut for a checkpoint: the snapshot's parts and the counters."""
@@ -523,10 +477,10 @@ class Coordinator:
     def exact_least_bound(self) -> float:
         """The least bound over every open branch in every worker and every batch in flight."""
         self._drain()
-        bounds = self._save_get([slot.actor.open_bound.remote() for slot in self.slots])
+        bounds = self.crew.save_get([slot.actor.open_bound.remote() for slot in self.slots])
         bounds += [b.bound for slot in self.slots for b in slot.hand]
         for ref in (ref for slot in self.slots for ref in slot.inbox):
-            batch = self._get(ref) if isinstance(ref, ray.ObjectRef) else ref
+            batch = self.crew.get(ref) if isinstance(ref, ray.ObjectRef) else ref
             bounds.append(batches.least_bound(batch, self.engine.problem.topo.n))
         return min([*bounds, self.engine.least_bound(), self.engine.g_min])
 
@@ -539,7 +493,7 @@ class Coordinator:
             elapsed_seconds=elapsed, rate=self.iterations / elapsed if elapsed > 0 else 0.0,
             peak_memory_mb=self.watch.peak_memory_mb,
             link_records=sum(slot.report.link_records for slot in self.slots) + self.engine.link_records,
-            workers=self.size)
+            workers=self.crew.size)
 
     def finish(self) -> Results | None:
         """The search's results: the final link entry, with every history it reaches
@@ -558,9 +512,9 @@ class Coordinator:
     def _results(self) -> Results:
         self._settle_arrivals()
         if self.sharded:
-            finals = [e for e in self._save_get([slot.actor.final_entry.remote() for slot in self.slots])
+            finals = [e for e in self.crew.save_get([slot.actor.final_entry.remote() for slot in self.slots])
                       if e is not None]
-            records = sum(self._save_get([slot.actor.link_records.remote() for slot in self.slots]))
+            records = sum(self.crew.save_get([slot.actor.link_records.remote() for slot in self.slots]))
         else:
             found = self.engine.final_entry()
             finals = [found] if found is not None else []
@@ -568,7 +522,7 @@ class Coordinator:
         self.histories = gather_histories([(f.record,) for f in finals], self._lookup)
         totals = self.totals
         statistics = Statistics(
-            workers=self.size, link_table=self.options.link_table, steps=totals.steps, elapsed=self.elapsed(),
+            workers=self.crew.size, link_table=self.options.link_table, steps=totals.steps, elapsed=self.elapsed(),
             worker_iterations=[slot.report.iterations for slot in self.slots],
             worker_busy=[slot.report.busy for slot in self.slots], worker_cpu=[slot.report.cpu for slot in self.slots],
             coordinator_busy=totals.coordinator_busy, coordinator_cpu=time.process_time() - self.cpu,
@@ -576,7 +530,7 @@ class Coordinator:
             bytes=totals.bytes, snapshots=totals.snapshots, snapshot_seconds=totals.snapshot_seconds,
             snapshot_longest_seconds=totals.snapshot_longest,
             recoveries=totals.recoveries, rolled_back=totals.rolled_back,
-            workers_lost=self.requested - self.size)
+            workers_lost=self.crew.requested - self.crew.size)
         return Results(
             stop=self.stop, iterations=self.iterations, trace=list(self.trace),
             final=finals[0] if finals else None,
@@ -599,7 +553,7 @@ class Coordinator:
 
     def worker_logs(self) -> list[WorkLog]:
         """Each worker's log of its work, emptied (``RayOptions.log_work``; a measurement's)."""
-        return self._save_get([slot.actor.take_log.remote() for slot in self.slots])
+        return self.crew.save_get([slot.actor.take_log.remote() for slot in self.slots])
 
     def paths(self, trails: list[tuple]) -> dict[int, Histories]:
         """The first history of every record on the paths that ``trails`` followed,
@@ -612,6 +566,6 @@ class Coordinator:
         found = self.engine.lookup(records)
         # answered between the expansions of a running step, not after the steps queued there
         calls = [slot.actor.lookup.options(concurrency_group=LOOKUPS).remote(records) for slot in self.slots]
-        for part in self._save_get(calls):
+        for part in self.crew.save_get(calls):
             found.update(part)
         return found

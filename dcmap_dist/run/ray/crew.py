@@ -29,7 +29,7 @@ class Crew:
     seconds a worker may go without answering before it is lost (:attr:`silent`)."""
 
     def __init__(self, workers: int, cpus: float) -> None:
-        self.requested = workers  # the workers asked for; self.size are those that search
+        self.requested = workers  # the workers asked for; self.size of them search
         self.cpus = cpus
         self.run_id = uuid.uuid4().hex[:8]
         self.spawned = 0
@@ -64,10 +64,10 @@ class Crew:
     def get(self, refs: Any, seconds: float | None = None,
             interrupted: Callable[[], float | None] | None = None) -> Any:
         """``ray.get`` of workers' answers, given up after ``seconds`` (the silence that
-        makes a worker lost, by default) with :class:`WorkerSilent`; a step's (given
-        ``interrupted``: when a signal halted the search, else None, asked on each poll)
-        at most :data:`INTERRUPTED_SECONDS` after a signal halted the search (it must end
-        within seconds, and a step ends within a step length)."""
+        makes a worker lost, by default) with :class:`WorkerSilent`. A step's answer
+        comes with ``interrupted`` (when a signal halted the search, or None; asked on
+        each poll), and is given up :data:`INTERRUPTED_SECONDS` after the halt at most
+        (the search must end within seconds, and a step ends within a step length)."""
         seconds = self.silent if seconds is None else seconds
         pending = [refs] if isinstance(refs, ray.ObjectRef) else list(refs)
         start = time.perf_counter()

@@ -3,8 +3,9 @@ worker searches with (:func:`worker_engine`), how the coordinator hands out
 completions (:func:`deliver`), what it puts in a worker's next step
 (:func:`next_order`), what the worker does with its engine in a step
 (:func:`take_step`), and how the coordinator takes the step's report and batches in
-(:func:`take_in`, :func:`notify`). The coordinator and worker actors
-(:mod:`.coordinator`, :mod:`.worker`) apply them over Ray; the model of many workers
+(:func:`take_in`, :func:`notify`). The coordinator's turns and exchange
+(:mod:`.turns`, :mod:`.exchange`) and the worker actor (:mod:`.worker`) apply them over
+Ray; the model of many workers
 (:mod:`dcmap_dist.run.model`) applies them in one process, in rounds."""
 
 from __future__ import annotations

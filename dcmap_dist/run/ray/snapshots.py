@@ -2,7 +2,7 @@
 consistent cut of every worker's state and the batches in flight, taken now and then
 and for each checkpoint, from which a lost worker is recovered by rolling every worker
 back to it. :class:`Snapshots` decides when one is due, takes it from what the
-coordinator hands it, and keeps the latest.
+coordinator hands it, and keeps the latest, which it hands over as a checkpoint's parts.
 
 A snapshot's parts are fetched into the coordinator's process (on the driver's node):
 a part left in a worker's object store would be lost with the worker's node, and with
@@ -22,7 +22,7 @@ import ray
 import ray.cloudpickle
 
 from ...search.state import Improvement, SearchState
-from .protocol import Snapshot, Totals
+from .protocol import Cut, Snapshot, Totals
 from .steps import WorkerSlot
 
 __all__ = ["LEAST_SNAPSHOT_SECONDS", "ROLLBACK_SHARE", "SCALED_ITEMS", "SNAPSHOT_SPACING", "Snapshots"]
@@ -100,3 +100,16 @@ class Snapshots:
         self.drain, self.took, self.size = drained - start, now - drained, size
         self.last = elapsed()
         return self.latest
+
+    def kept(self, next_owner: int) -> Cut | None:
+        """The latest snapshot as a checkpoint's parts (each worker's share put in this
+        node's object store, so the driver fetches one at a time), with no worker's help:
+        what is left to save when the workers are lost; ``next_owner``: the next owner
+        number of a link shard. None without a snapshot."""
+        snap = self.latest
+        if snap is None:
+            return None
+        return Cut(workers=[ray.put(state) for state in snap.workers],
+                   inbox=[batch for batches in snap.inbox for batch in batches], own=snap.own,
+                   iterations=snap.iterations, elapsed=snap.elapsed, g_min=snap.g_min, trace=list(snap.trace),
+                   next_owner=next_owner)

@@ -1,8 +1,8 @@
 """The coordinator's worker steps (see :mod:`dcmap_dist.run.ray.driver` for the design):
 a :class:`WorkerSlot` per worker (its running steps and what waits for its next one),
 how an iteration limit is shared out among the steps about to start, and how the
-coordinator's branches are dealt out when it holds the link table. The coordinator
-(:mod:`.coordinator`) starts and takes in the steps."""
+coordinator's branches are dealt out when it holds the link table. The coordinator's
+turns (:mod:`.turns`) start and take in the steps."""
 
 from __future__ import annotations
 

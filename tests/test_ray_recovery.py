@@ -110,3 +110,30 @@ def test_what_ends_on_the_lost_ray_path():
     assert not is_lost(wrapped(ValueError("a user's cost failed")))
     assert not is_lost(wrapped(wrapped(ValueError("a user's cost failed, in a worker"))))
     assert not is_lost(ValueError("a bug"))
+
+
+def test_a_pool_that_cannot_replace_its_lost_workers_keeps_nothing_of_its_last_search(monkeypatch):
+    """A pool whose workers were all lost in an interrupted search, asked for a new one
+    with no CPU free for a replacement: the replacements wait their full time (the old
+    search's interruption is not this one's), and the WorkersLost that ends it leaves no
+    snapshot of the old search to be saved as this one's checkpoint."""
+    from dcmap_dist.limits import Limits, StopReason
+    from dcmap_dist.run.ray import coordinator as coordinator_module
+    from dcmap_dist.run.ray.protocol import RayOptions, WorkersLost
+
+    monkeypatch.setattr(coordinator_module.Crew, "spawn", lambda self, node=None: object())
+    coordinator = coordinator_module.Coordinator(2, 1.0)
+    coordinator.crew.actors = []  # lost in the last search
+    coordinator.search.stop, coordinator.search.halted = StopReason.INTERRUPTED, 1.0
+    coordinator.search.snapshots.latest = object()  # the last search's snapshot
+    waits = []
+
+    def replacements(wanted, suspects):
+        waits.append(coordinator.search.interrupted())
+        return []
+
+    monkeypatch.setattr(coordinator.recovery, "replacements", replacements)
+    with pytest.raises(WorkersLost):
+        coordinator.begin(None, RayOptions(workers=2), Limits(), 100.0)
+    assert waits == [None]
+    assert coordinator.kept() is None

@@ -75,12 +75,14 @@ class Coordinator:
         search.sharded = options.link_table == "sharded"
         crew.silent = silence(options.silent_steps, crew.requested)
         self.recovery.notes = []
+        # first: a failed replacement must not leave the last search's snapshots to be
+        # kept as this one's, nor its interruption to cut the replacements' wait short
+        search.reset(limits, resume)
         if crew.size < crew.requested:  # lost in an earlier search of this pool: try again
             crew.actors += self.recovery.replacements(crew.requested - crew.size, set())
             if not crew.actors:
                 raise WorkersLost("no worker is left from the last search, and no live node has a CPU free "
                                   "for one")
-        search.reset(limits, resume)
         self.turns.depth = QUEUED_STEPS if limits.max_iterations is None else 1
         self.reports.histories = {}
         empty = [[] for _ in range(crew.size)]

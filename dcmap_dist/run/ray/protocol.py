@@ -19,7 +19,7 @@ from ...progress import Progress
 from ...search.branch import Branch
 from ...search.linking import Entry
 from ...search.problem import Problem
-from ...search.state import Improvement, SearchState
+from ...search.state import Improvement
 
 __all__ = ["Cut", "LOOKUPS", "RayOptions", "Results", "SILENT_STEPS", "SILENT_STEPS_VARIABLE",
            "STEP_ITERATIONS_VARIABLE", "SearchSpec", "Snapshot", "Statistics", "StepOrder", "StepReport", "Totals",

@@ -111,6 +111,21 @@ def test_bnlearn_networks_run_the_same_trajectory_on_both_engines(name, iteratio
     compare(network, load_cost("dcmap"), iterations // 2, link_key="full")
 
 
+def test_the_bounds_caps_reach_the_core(monkeypatch):
+    """cost/dcmap.py's caps on the bound's every-way searches are the core's too: with
+    them lowered, water's bound changes (fewer groupings, orders and splits tried) and
+    the engines still run the same trajectory."""
+    from dcmap_dist.cost import dcmap
+
+    network = load_network(str(NETWORKS / "water.bif.gz"))
+    engine = compare(network, load_cost("dcmap"), 3000)
+    uncapped = (engine.least_bound(), engine.open_count())
+    for name in ("MOST_GROUPED_PARENTS", "MOST_ORDERED_ABSORPTIONS", "MOST_PARTITIONED"):
+        monkeypatch.setattr(dcmap, name, 1)
+    engine = compare(network, load_cost("dcmap"), 3000)
+    assert (engine.least_bound(), engine.open_count()) != uncapped
+
+
 def test_collecting_the_store_changes_nothing_of_the_search():
     """The core drops the sequences nothing holds (and renumbers the rest) as its store
     grows: a search collected every 250 iterations (child's proof takes 3,236) runs the Python

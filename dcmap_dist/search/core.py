@@ -22,6 +22,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..cost import dcmap as dcmap_cost
 from ..cost.dcmap import DcmapCost
 from ..limits import Stopwatch
 from ..model.network import Network
@@ -109,6 +110,9 @@ class ModelTables:
     additive: tuple[float, ...]  # LowerBound.additive, .spread, and bounds.MOST_ADDED
     spread: tuple[int, ...]
     most_added: int
+    most_grouped: int  # cost/dcmap.py's MOST_GROUPED_PARENTS, MOST_ORDERED_ABSORPTIONS, MOST_PARTITIONED
+    most_ordered: int
+    most_partitioned: int
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,9 @@ def model_tables(problem: Problem) -> ModelTables | None:
                        tuple(float(v) for v in bound.above), tuple(float(v) for v in bound.own),
                        tuple(float(v) for v in bound.absorbed),
                        tuple(tuple((mask, float(charge)) for mask, charge in layer) for layer in bound.absorbing),
-                       tuple(float(v) for v in bound.additive), tuple(bound.spread), MOST_ADDED)
+                       tuple(float(v) for v in bound.additive), tuple(bound.spread), MOST_ADDED,
+                       dcmap_cost.MOST_GROUPED_PARENTS, dcmap_cost.MOST_ORDERED_ABSORPTIONS,
+                       dcmap_cost.MOST_PARTITIONED)
 
 
 Definition = tuple[Network, object, str, Network, str, bool]  # what rebuilds a problem: rebuilt()

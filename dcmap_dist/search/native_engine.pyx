@@ -122,7 +122,7 @@ cdef extern from "native/engine.hpp" namespace "dcmap":
         double addition
         vector[double] above, own, absorbed, additive
         vector[uint64_t] spread
-        size_t most_added
+        size_t most_added, most_grouped, most_ordered, most_partitioned
         vector[vector[uint64_t]] absorbing_kids
         vector[vector[double]] absorbing_charges
 
@@ -394,6 +394,9 @@ cdef class NativeEngine:
         out.additive = list(tables.additive)
         out.spread = self._words_of(tables.spread)
         out.most_added = tables.most_added
+        out.most_grouped = tables.most_grouped
+        out.most_ordered = tables.most_ordered
+        out.most_partitioned = tables.most_partitioned
         return out
 
     # -- values: Python ints and messages <-> ids ---------------------------------------------

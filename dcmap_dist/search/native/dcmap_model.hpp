@@ -51,6 +51,9 @@ class DcmapModel {
             throw std::invalid_argument("the model's tables are of the wrong sizes");
         for (uint64_t card : d_.cards)
             if (card < 1 || card > EXACT) throw std::invalid_argument("a node's card out of range");
+        // Bell(10) partitions, 2^16 subsets: past them a bound would cost more than it saves
+        if (d_.most_grouped > 10 || d_.most_partitioned > 16) throw std::invalid_argument("the bound's caps");
+        for (size_t c = 0; c <= d_.most_grouped; ++c) partitions_.push_back(partitions_from(static_cast<int>(c), 0));
         absorbing_.resize(layers);
         for (size_t l = 0; l < layers; ++l) {
             const std::vector<uint64_t>& kids = d_.absorbing_kids[l];
@@ -189,6 +192,9 @@ class DcmapModel {
     std::vector<int> by_eliminate_, by_naive_;
     std::vector<Mask> spread_;   // per node, the parents its additive absorbed part is spread over
     std::vector<Front> fronts_;  // bound's grouping trade-offs, per frontier item with parents to group
+    // every partition of c elements into groups (bits), c up to the most grouped, in the
+    // order cost/dcmap.py's _set_partitions yields them (Bell(8) = 4140 at 8)
+    std::vector<std::vector<std::vector<uint32_t>>> partitions_;
     std::vector<std::pair<int, std::vector<size_t>>> given_;  // absorber -> its frontier items, first met first
 
     // Jcpt: the nodes and their parents (what a cluster-layer of them keeps of an absorbed message)
@@ -325,7 +331,7 @@ class DcmapModel {
         }
         auto all = scope(union_);
         if (!all) return std::nullopt;
-        bool apart = absorptions.size() > 10;  // MOST_ORDERED_ABSORPTIONS
+        bool apart = absorptions.size() > d_.most_ordered;
         if (!apart) {
             apart = true;
             for (const Absorption& a : absorptions)
@@ -382,7 +388,7 @@ class DcmapModel {
         std::vector<int> parents;
         shared.each([&](int p) { parents.push_back(p); });
         size_t count = parents.size();
-        if (count > 8) return Front{{0.0, 0.0}};  // MOST_GROUPED_PARENTS
+        if (count > d_.most_grouped) return Front{{0.0, 0.0}};
         auto whole = size(item.message), most = size(item.message.minus(item.nodes));
         if (!whole || !most) return std::nullopt;
         // each group's part (a group as bits over `parents`): its excess, its absorption
@@ -405,7 +411,7 @@ class DcmapModel {
         // every partition's pair, in cost/dcmap.py's _set_partitions order, sorted; then
         // the pairs no other beats in absorptions
         Front pairs;
-        for (const std::vector<uint32_t>& groups : partitions(static_cast<int>(count))) {
+        for (const std::vector<uint32_t>& groups : partitions_[count]) {
             double excess = 0.0, absorptions = 0.0;
             for (uint32_t g : groups) excess += part[g].first;
             for (uint32_t g : groups) absorptions += part[g].second;
@@ -455,7 +461,7 @@ class DcmapModel {
             std::vector<int> members;
             group.each([&](int x) { members.push_back(x); });
             size_t count = members.size();
-            if (count > 8) continue;  // MOST_PARTITIONED
+            if (count > d_.most_partitioned) continue;
             std::vector<double> part(size_t{1} << count, 0.0), least(size_t{1} << count, 0.0);
             for (uint32_t subset = 1; subset < (uint32_t{1} << count); ++subset) {
                 Mask nodes;
@@ -512,16 +518,6 @@ class DcmapModel {
         return best;
     }
 
-    // Every partition of `count` elements into groups (bits), in the order
-    // cost/dcmap.py's _set_partitions yields them (Bell(8) = 4140 at most), made once.
-    static const std::vector<std::vector<uint32_t>>& partitions(int count) {
-        static const std::vector<std::vector<std::vector<uint32_t>>> made = [] {
-            std::vector<std::vector<std::vector<uint32_t>>> all(9);
-            for (int c = 0; c <= 8; ++c) all[c] = partitions_from(c, 0);
-            return all;
-        }();
-        return made[count];
-    }
     static std::vector<std::vector<uint32_t>> partitions_from(int count, int from) {
         if (from == count) return {{}};
         std::vector<std::vector<uint32_t>> out;

@@ -29,6 +29,9 @@ struct ModelTables {
     std::vector<double> additive;
     std::vector<uint64_t> spread;
     size_t most_added = 10;  // the most nodes whose additive parts are added up
+    // cost/dcmap.py's caps: the most parents grouped every way, absorptions ordered every
+    // way, parents of a linked group split every way
+    size_t most_grouped = 8, most_ordered = 10, most_partitioned = 8;
 };
 
 }  // namespace dcmap

@@ -362,6 +362,7 @@ class DcmapCost:
             total += least[-1]
         return total
 
+
 def _jcpt(graph: Network, nodes: Iterable[str]) -> set[str]:
     """``Jcpt``: the ``nodes`` and their parents, every node their CPTs mention (what a
     cluster-layer of them keeps of an absorbed message)."""

@@ -33,7 +33,7 @@ from ..search.worklog import WorkLog
 from ..settings import FIRST_BUDGET
 from .loop import drive
 from .ray.protocol import SearchSpec, StepReport, Totals
-from .ray.rules import deliver, next_order, notify, take_in, take_step, worker_engine
+from .ray.rules import deliver, next_order, take_in, take_step, worker_engine
 from .ray.steps import QUEUED_STEPS, WorkerSlot, step_seconds
 from .serial import SerialSearch
 
@@ -117,7 +117,6 @@ def model_search(problem: Problem, workers: int, expansions: int | None = None, 
             iterations += report.expanded
             trace.extend(report.improvements)
             g_min = min(g_min, report.g_min)
-            notify(slots, report.notices)
         span += max(report.expanded for _, (report, _) in ended)
     proven = not ready
     finals = [entry for engine in engines if (entry := engine.final_entry()) is not None]

@@ -108,7 +108,8 @@ def take_step(engine: Engine, order: StepOrder, arrived: Sequence[bytes], start:
 def take_in(slots: list[WorkerSlot], i: int, report: StepReport, outgoing: Sequence[Any], sharded: bool,
             totals: Totals) -> list[Any]:
     """Worker ``i``'s ended step into its slot (its last least bound kept when the step
-    was not asked for one) and into the ``totals``; its ``outgoing`` batches (one per
+    was not asked for one) and into the ``totals``, the records it found dominated into
+    every worker's next step (:func:`notify`); its ``outgoing`` batches (one per
     destination) into the inboxes of their owners with the table sharded, else
     returned, for the coordinator's table."""
     slot = slots[i]
@@ -120,6 +121,7 @@ def take_in(slots: list[WorkerSlot], i: int, report: StepReport, outgoing: Seque
     totals.received += report.received
     totals.sent += sum(report.sent)
     totals.bytes += report.bytes
+    notify(slots, report.notices)
     arrivals = []
     for j, count in enumerate(report.sent):
         if count:

@@ -13,7 +13,7 @@ import ray
 from ...limits import StepEnd, StopReason
 from .exchange import Exchange
 from .recovery import WorkerSilent
-from .rules import next_order, notify, take_in
+from .rules import next_order, take_in
 from .search import Search
 from .steps import BOUND_SECONDS, QUEUED_STEPS, WorkerSlot, iteration_caps, step_seconds
 
@@ -119,7 +119,6 @@ class Turns:
         slot.reserved = 0
         arrivals = take_in(search.slots, i, report, refs[1:], search.sharded, search.totals)
         search.count(report)
-        notify(search.slots, report.notices)
         search.watch.sample_memory()
         if report.stop not in (StepEnd.IDLE, StepEnd.BUDGET, StopReason.MAX_ITERATIONS):
             search.stop = report.stop

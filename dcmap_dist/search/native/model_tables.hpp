@@ -28,10 +28,11 @@ struct ModelTables {
     std::vector<std::vector<double>> absorbing_charges;
     std::vector<double> additive;
     std::vector<uint64_t> spread;
-    size_t most_added = 10;  // the most nodes whose additive parts are added up
-    // cost/dcmap.py's caps: the most parents grouped every way, absorptions ordered every
-    // way, parents of a linked group split every way
-    size_t most_grouped = 8, most_ordered = 10, most_partitioned = 8;
+    // the caps, as the Python engine's (search/core.py's model_tables passes them): the most
+    // nodes whose additive parts are added up (bounds.MOST_ADDED), and cost/dcmap.py's most
+    // parents grouped every way, absorptions ordered every way, parents of a linked group
+    // split every way
+    size_t most_added = 0, most_grouped = 0, most_ordered = 0, most_partitioned = 0;
 };
 
 }  // namespace dcmap

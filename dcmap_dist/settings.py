@@ -75,9 +75,6 @@ class SearchSettings:
             raise ValueError(f"contours must be True or False, got {self.contours!r}")
         if self.contours and self.method != "dcmap":
             raise ValueError(f"contours are a way of running the dcmap method, not {self.method}")
-        if self.contours and self.distributed:
-            raise ValueError("the search by contours runs serially only (not yet on Ray workers): "
-                             "give workers 1, or leave contours out")
         every = self.snapshot_every
         if every is not None and (isinstance(every, bool) or not isinstance(every, numbers.Real)
                                   or not 0 < every < math.inf):

@@ -128,8 +128,8 @@ def solve(
         greedy dive and all singletons only). It changes how fast the proof goes, never
         its result (docs/search.md, "The first mapping").
     contours : bool
-        Search each component by contours (serially only): a proven lower bound that
-        rises as the search goes (docs/search.md, "A proven lower bound that rises:
+        Search each component by contours (serially or on Ray workers): a proven lower
+        bound that rises as the search goes (docs/search.md, "A proven lower bound that rises:
         contours"); the result is the same. A component whose checkpoint was taken
         during a contour goes on by contours, one taken during the ordinary search as
         the ordinary search, whatever this says.
@@ -255,9 +255,6 @@ def _solve_in(network: Network, settings: SearchSettings, limits: Limits, on_imp
         outcomes = resumed.finished()
         if len(outcomes) < len(problems):
             in_progress = resumed.in_progress(problems[len(outcomes)])
-        if in_progress is not None and in_progress.contour is not None and settings.distributed:
-            raise ValueError("this checkpoint was taken during a contour, and the search by contours runs serially "
-                             "only (not yet on Ray workers): resume it with workers 1")
         start -= resumed.metadata["solve_elapsed"]
     anytime = Anytime(network, problems, settings.method, start, watch)
     if anytime.stopped is not None:  # a limit reached before any search
@@ -383,7 +380,7 @@ class _Runner:
             if self.started_ray and limits.time_limit is not None:  # Ray's stop is inside the time limit too
                 limits = replace(limits, time_limit=max(1e-3, limits.time_limit - RAY_STOP_SECONDS))
             outcome = distributed_search(problem, settings.alpha, settings.seed, self.options, limits, improved,
-                                         on_progress, saver, resume, settings.first_budget)
+                                         on_progress, saver, resume, settings.first_budget, by_contours)
             if self.ray_start is not None:
                 outcome.statistics["ray_start_seconds"] = round(self.ray_start, 3)
                 self.ray_start = None

@@ -152,7 +152,7 @@ def _run_options(parser: argparse.ArgumentParser, resuming: bool = False) -> Non
                         help="with --workers: snapshot every S s at least (and every 10%% of the run), to "
                              "recover a lost worker (30)")
     parser.add_argument("--contours", action="store_true",
-                        help="search by contours, serially: the lower bound shown is proven and rises as the "
+                        help="search by contours (serially or with --workers): the lower bound shown is proven and rises as the "
                              "search goes; the result is the same (docs/search.md)")
     if not resuming:
         parser.add_argument("--checkpoint", metavar="DIR",

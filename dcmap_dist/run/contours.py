@@ -24,16 +24,17 @@ from typing import Any
 
 from ..limits import Limits, StepEnd, StopReason, Stopwatch
 from ..progress import Progress, Rescanned
+from ..search.branch import Branch
 from ..search.engine import Engine, new_engine
 from ..search.heuristics import FIRST_BUDGET, incumbent
-from ..search.outcome import OnImprovement, announce, outcome
+from ..search.outcome import OnImprovement, SearchOutcome, announce, outcome
 from ..search.problem import Problem
 from ..search.state import Contour, Improvement, Resumption, SearchState, counters, write_size
 from ..search.tolerance import TOLERANCE, within
 from .loop import Ending, Saver, Turn
 from .serial import TURN_SECONDS
 
-__all__ = ["BUDGET", "ContourSearch", "FEW", "FIRST_STEP", "FLOOR", "GROWTH", "budget", "next_value"]
+__all__ = ["BUDGET", "ContourSearch", "Contours", "FEW", "FIRST_STEP", "FLOOR", "GROWTH", "budget", "next_value"]
 
 FIRST_STEP = 0.005  # the first contour lies this share above the root bound
 GROWTH = 2.0  # each contour is meant to cost this many times the expansions of the one before
@@ -77,35 +78,148 @@ def budget(contour: Contour) -> int:
     return max(FLOOR, int(BUDGET * GROWTH * last)) * 2 ** contour.given_up
 
 
-class ContourSearch:
-    """The search by contours as a backend of the driver loop (:mod:`dcmap_dist.run.loop`):
-    one engine per contour, run in turns of :data:`TURN_SECONDS`. Its stopwatch enforces
-    the time and memory limits; the iteration limit, which counts every contour's
-    expansions, is given to each step."""
+class Contours:
+    """The search by contours as a backend of the driver loop (:mod:`dcmap_dist.run.loop`),
+    whatever runs each contour's search (held: from the root, ``G_min`` held at the
+    contour's value): the schedule of contours, the proven bound, and when a contour
+    is exhausted, given up, or the ordinary search. A subclass runs the held searches:
+    :class:`ContourSearch` one engine in this process, :class:`~.ray.contours.RayContourSearch`
+    the coordinator's workers. The iteration limit counts every contour's expansions."""
+
+    def __init__(self, problem: Problem, first: Branch, limits: Limits, resume: Resumption | None) -> None:
+        self.problem, self.first = problem, first
+        self.most = limits.max_iterations  # the component's iterations, every contour's together
+        self.owner = resume.next_owner if resume is not None else 0
+        self.trace: list[Improvement] = list(resume.trace) if resume is not None else []
+        self.stop: StopReason | StepEnd | None = None
+        self.root_bound = problem.score(problem.root()).bound
+        self.highest = -math.inf  # the highest lower bound reported (see _bound)
+        self.contour = resume.contour if resume is not None else Contour(
+            next_value(self.root_bound, [], first.cost), self.root_bound)
+
+    # -- what a subclass runs: the contour's held search
+    def _start(self) -> None:
+        """Begin :attr:`contour`'s search at the root, ``G_min`` held at its value."""
+        raise NotImplementedError
+
+    def _turn(self, saver: Saver | None, most: int | None) -> StopReason | StepEnd:
+        """Run the contour's search for a turn, ``most`` expansions of its own at most
+        (the improvements heard); ``idle`` when it has nothing open, ``budget`` when
+        the turn ends with it open, else why it stopped (``max_iterations``: at ``most``)."""
+        raise NotImplementedError
+
+    def _expanded(self) -> int:
+        """The contour's own expansions."""
+        raise NotImplementedError
+
+    def _reached(self) -> float | None:
+        """The cost of the best mapping the contour has reached (at most its value), or
+        None if none."""
+        raise NotImplementedError
+
+    @property
+    def best(self) -> float:
+        """The cost of the best complete mapping known."""
+        return min([self.first.cost, *(found.cost for found in self.trace)])
+
+    @property
+    def iterations(self) -> int:
+        """The component's iterations, every contour's together (those before a resumption too)."""
+        return self.contour.before + self._expanded()
+
+    def advance(self, saver: Saver | None) -> Turn:
+        if self.stop is None:
+            left = None if self.most is None else max(0, self.most - self.contour.before)  # the user's limit
+            most = left if self._ordinary() else min(budget(self.contour), math.inf if left is None else left)
+            stop = self._turn(saver, most)
+            if stop == StepEnd.IDLE:
+                self._exhausted()
+            elif stop == StopReason.MAX_ITERATIONS and (left is None or self._expanded() < left):
+                if not self._ordinary():  # over its budget (else it became the ordinary search: it goes on)
+                    self._give_up()
+            elif stop != StepEnd.BUDGET:
+                self.stop = stop
+        if self.stop is not None:
+            return Turn(True)
+        return Turn(False, self._progress())
+
+    def _progress(self) -> Progress | None:
+        """The progress report of a turn (None: none is due)."""
+        raise NotImplementedError
+
+    def _next(self, contour: Contour) -> None:
+        """Search ``contour`` next."""
+        self.contour = contour
+        self._start()
+
+    def _exhausted(self) -> None:
+        """The contour has nothing open: the proof if it is capped at the incumbent or
+        reached a mapping, else the next contour. A mapping reached within the
+        tolerance of the contour's value, which ``G_min`` held there did not count as
+        an improvement (SPEC section 3), is searched for again just above it, so that
+        it is in the trace and its ties are kept as the ordinary search keeps them."""
+        contour = self.contour
+        capped = contour.value >= self.first.cost
+        reached = self._reached()
+        before = contour.before + self._expanded()
+        if capped or (reached is not None and within(self.best, reached)):
+            self.stop = StepEnd.IDLE
+        elif reached is not None:
+            self._next(Contour(min(contour.value * (1 + 4 * TOLERANCE), self.first.cost), contour.proven, before,
+                               contour.done))
+        else:  # no mapping costs contour.value or less
+            done = [*contour.done, (contour.value, self._expanded())]
+            self._next(Contour(next_value(self.root_bound, done, self.first.cost), contour.value, before, done))
+
+    def _ordinary(self) -> bool:
+        """Whether the contour is the ordinary search: capped at the incumbent, or it has
+        reached a mapping."""
+        return self.contour.value >= self.first.cost or self._reached() is not None
+
+    def _give_up(self) -> None:
+        """The contour has taken more than its budget: drop it (its work proved nothing)
+        and search the contour halfway between the proven bound and it."""
+        contour = self.contour
+        self._next(Contour((contour.proven + contour.value) / 2, contour.proven, contour.before + self._expanded(),
+                           contour.done, contour.given_up + 1))
+
+    def halt(self, reason: StopReason) -> None:
+        self.stop = self.stop or reason
+
+    def _bound(self, open_bound: float, g_min: float) -> float:
+        """A lower bound on the optimum: the proven contour bound, or, if higher, the
+        least of the contour's ``g_min`` and ``open_bound`` (a lower bound over its open
+        branches; a mapping beyond the branches the contour pruned costs more than its
+        ``G_min``), or the highest reported before, which still holds (a contour given
+        up for a lower one starts again at the root)."""
+        self.highest = max(self.highest, self.contour.proven, min(g_min, open_bound))
+        return self.highest
+
+    def _ended(self, found: SearchOutcome, progress: Progress) -> Ending:
+        """The stopped search's ending, with the contours searched."""
+        found.contours = [*self.contour.done, (self.contour.value, self._expanded())]
+        return Ending(found, progress)
+
+
+class ContourSearch(Contours):
+    """The search by contours in this process: one engine per contour, run in turns of
+    :data:`TURN_SECONDS`. Its stopwatch enforces the time and memory limits; the
+    iteration limit is given to each step."""
 
     def __init__(self, problem: Problem, alpha: float, seed: int, limits: Limits | None,
                  on_improvement: OnImprovement | None, resume: Resumption | None, reports: bool = True,
                  first_budget: int = FIRST_BUDGET) -> None:
         limits = limits or Limits()
-        self.problem, self.alpha, self.seed = problem, alpha, seed
+        self.alpha, self.seed = alpha, seed
         self.reports = reports
         self.on_improvement = on_improvement
-        self.most = limits.max_iterations  # the component's iterations, every contour's together
         self.watch = Stopwatch(dataclasses.replace(limits, max_iterations=None))
         self.before = resume.elapsed if resume is not None else 0.0  # seconds searched before a resumption
-        self.stop: StopReason | StepEnd | None = None
-        self.root_bound = problem.score(problem.root()).bound
-        self.highest = -math.inf  # the highest lower bound reported (see _bound)
+        first = resume.first if resume is not None else incumbent(problem, self.watch, first_budget)
+        super().__init__(problem, first, limits, resume)
         if resume is None:
-            self.owner = 0
-            self.first = incumbent(problem, self.watch, first_budget)
-            self.trace: list[Improvement] = []
-            self._begin(Contour(next_value(self.root_bound, [], self.first.cost), self.root_bound))
+            self._start()
         else:  # a checkpoint taken during a contour (resume.contour)
-            self.owner = resume.next_owner
-            self.first = resume.first
-            self.trace = list(resume.trace)
-            self.contour = resume.contour
             self.engine: Engine = new_engine(problem, alpha, seed, owner=self.owner)
             self.engine.restore(resume.state, resume.iterations - self.contour.before,
                                 min(self.contour.value, resume.g_min), seconds=self.before)
@@ -113,10 +227,10 @@ class ContourSearch:
             self.open_bound = Rescanned(self.engine.least_bound)
             self._hear()
 
-    def _begin(self, contour: Contour) -> None:
-        """Start ``contour``: a fresh engine at the root, ``G_min`` held at its value. The
+    def _start(self) -> None:
+        """A fresh engine at the root, ``G_min`` held at the contour's value. The
         incumbent is an improvement of the first contour only."""
-        self.contour = contour
+        contour = self.contour
         self.engine = new_engine(self.problem, self.alpha, self.seed, owner=self.owner)
         self.engine.start(self.first, self.watch)
         self.engine.hear(contour.value)
@@ -132,70 +246,23 @@ class ContourSearch:
         self.trace += found
         announce(self.problem, found, self.on_improvement, self.engine.lookup)
 
-    @property
-    def best(self) -> float:
-        """The cost of the best complete mapping known."""
-        return self.trace[-1].cost if self.trace else self.first.cost
+    def _turn(self, saver: Saver | None, most: int | None) -> StopReason | StepEnd:
+        engine = self.engine
+        if saver is not None:  # the final checkpoint is written inside the time limit
+            self.watch.reserve = saver.reserve(write_size(engine.open_count(), engine.link_records))
+        stop = engine.step(self.watch, until=time.perf_counter() + TURN_SECONDS, max_iterations=most)
+        self._hear()
+        return stop
 
-    @property
-    def iterations(self) -> int:
-        """The component's iterations, every contour's together (those before a resumption too)."""
-        return self.contour.before + self.engine.iterations
+    def _expanded(self) -> int:
+        return self.engine.iterations
 
-    def advance(self, saver: Saver | None) -> Turn:
-        engine, watch = self.engine, self.watch
-        if self.stop is None:
-            if saver is not None:  # the final checkpoint is written inside the time limit
-                watch.reserve = saver.reserve(write_size(engine.open_count(), engine.link_records))
-            left = None if self.most is None else max(0, self.most - self.contour.before)  # the user's limit
-            most = left if self._ordinary() else min(budget(self.contour), math.inf if left is None else left)
-            stop = engine.step(watch, until=time.perf_counter() + TURN_SECONDS, max_iterations=most)
-            self._hear()
-            if stop == StepEnd.IDLE:
-                self._exhausted()
-            elif stop == StopReason.MAX_ITERATIONS and (left is None or engine.iterations < left):
-                if not self._ordinary():  # over its budget (else it became the ordinary search: it goes on)
-                    self._give_up()
-            elif stop != StepEnd.BUDGET:
-                self.stop = stop
-        if self.stop is not None:
-            return Turn(True)
-        due = self.reports and watch.progress_due()
-        return Turn(False, self._progress(self.open_bound()) if due else None)
+    def _reached(self) -> float | None:
+        final = self.engine.final_entry()
+        return None if final is None else final.best
 
-    def _exhausted(self) -> None:
-        """The contour has nothing open: the proof if it is capped at the incumbent or
-        reached a mapping, else the next contour. A mapping reached within the
-        tolerance of the contour's value, which ``G_min`` held there did not count as
-        an improvement (SPEC section 3), is searched for again just above it, so that
-        it is in the trace and its ties are kept as the ordinary search keeps them."""
-        contour, engine = self.contour, self.engine
-        capped = contour.value >= self.first.cost
-        final = engine.final_entry()
-        before = contour.before + engine.iterations
-        if capped or (final is not None and within(self.best, final.best)):
-            self.stop = StepEnd.IDLE
-        elif final is not None:
-            self._begin(Contour(min(contour.value * (1 + 4 * TOLERANCE), self.first.cost), contour.proven, before,
-                                contour.done))
-        else:  # no mapping costs contour.value or less
-            done = [*contour.done, (contour.value, engine.iterations)]
-            self._begin(Contour(next_value(self.root_bound, done, self.first.cost), contour.value, before, done))
-
-    def _ordinary(self) -> bool:
-        """Whether the contour is the ordinary search: capped at the incumbent, or it has
-        reached a mapping."""
-        return self.contour.value >= self.first.cost or self.engine.final_entry() is not None
-
-    def _give_up(self) -> None:
-        """The contour has taken more than its budget: drop it (its work proved nothing)
-        and search the contour halfway between the proven bound and it."""
-        contour = self.contour
-        self._begin(Contour((contour.proven + contour.value) / 2, contour.proven,
-                            contour.before + self.engine.iterations, contour.done, contour.given_up + 1))
-
-    def halt(self, reason: StopReason) -> None:
-        self.stop = self.stop or reason
+    def _progress(self) -> Progress | None:
+        return self._report(self.open_bound()) if self.reports and self.watch.progress_due() else None
 
     def cut(self) -> tuple[list[SearchState], dict[str, Any]]:
         engine = self.engine
@@ -205,24 +272,14 @@ class ContourSearch:
     def finish(self) -> Ending:
         engine = self.engine
         proven = self.stop == StepEnd.IDLE
-        bound = self._bound(engine.least_bound())  # a scan of every open branch: once
+        bound = self._bound(engine.least_bound(), engine.g_min)  # a scan of every open branch: once
         found = outcome(engine.final_entry(), self.first, proven, StopReason.FINISHED if proven else self.stop,
                         self.iterations, self.trace, bound, self.watch.peak_memory_mb, engine.lookup,
                         engine.link_records)
-        found.contours = [*self.contour.done, (self.contour.value, engine.iterations)]
-        return Ending(found, self._progress(bound))
+        return self._ended(found, self._report(bound))
 
-    def _bound(self, open_bound: float) -> float:
-        """A lower bound on the optimum: the proven contour bound, or, if higher, the
-        least of the contour's ``G_min`` and ``open_bound`` (a lower bound over its open
-        branches; a mapping beyond the branches the contour pruned costs more than its
-        ``G_min``), or the highest reported before, which still holds (a contour given
-        up for a lower one starts again at the root)."""
-        self.highest = max(self.highest, self.contour.proven, min(self.engine.g_min, open_bound))
-        return self.highest
-
-    def _progress(self, open_bound: float) -> Progress:
+    def _report(self, open_bound: float) -> Progress:
         """A progress report: the best cost known and :meth:`_bound`."""
         engine = self.engine
         return self.watch.progress(self.iterations, self.best, engine.open_count(),
-                                   min(self.best, self._bound(open_bound)), engine.link_records)
+                                   min(self.best, self._bound(open_bound, engine.g_min)), engine.link_records)

@@ -63,13 +63,13 @@ from ...search.heuristics import incumbent
 from ...search.histories import Histories, MissingRecord, gather_histories
 from ...search.outcome import OnImprovement, SearchOutcome, announce, outcome
 from ...search.problem import Problem
-from ...search.state import Improvement, Resumption, SearchState, counters, write_size
+from ...search.state import Contour, Improvement, Resumption, SearchState, counters, write_size
 from ...search.tolerance import within
 from ...settings import FIRST_BUDGET
 from ..loop import Ending, Saver, Turn, drive
 from .cluster import forget_pool, pooled_coordinator, ship_by_value
 from .coordinator import CONTROL
-from .protocol import Cut, RayOptions, SearchSpec, TurnReport, WorkerLostWarning, WorkersLost
+from .protocol import Cut, RayOptions, Results, SearchSpec, TurnReport, WorkerLostWarning, WorkersLost
 
 __all__ = ["PROGRESS_SECONDS", "RaySearch", "distributed_search", "is_lost"]
 
@@ -82,21 +82,27 @@ def distributed_search(problem: Problem, alpha: float, seed: int, options: RayOp
                        on_improvement: OnImprovement | None = None,
                        on_progress: Callable[[Progress], None] | None = None,
                        saver: Saver | None = None, resume: Resumption | None = None,
-                       first_budget: int = FIRST_BUDGET) -> SearchOutcome:
+                       first_budget: int = FIRST_BUDGET, contours: bool = False) -> SearchOutcome:
     """Run DCMAP on one connected problem on Ray workers as ``options`` say (Ray must be
     connected: :func:`.cluster.connect`); the same outcome as
     :class:`run.serial.SerialSearch`, with the same checkpoints (``saver``) and resumption
-    (``resume``), and the same first mapping (``first_budget``: the beam's budget). If Ray
-    itself is lost, the best mapping heard of (:meth:`RaySearch.lost`)."""
+    (``resume``), and the same first mapping (``first_budget``: the beam's budget); by
+    contours (:class:`.contours.RayContourSearch`) with ``contours`` or when ``resume``
+    was taken during one. If Ray itself is lost, the best mapping heard of
+    (:meth:`RaySearch.lost`)."""
+    from .contours import RayContourSearch  # it builds on RaySearch
+
     started = time.perf_counter()
     search = RaySearch(problem, alpha, seed, options, limits, on_improvement, resume, first_budget)
+    by_contours = contours if resume is None else resume.contour is not None
+    backend = RayContourSearch(search, limits, resume) if by_contours else search
     try:
-        search.begin(options, limits, resume, started)
-        return drive(search, saver, on_progress)
+        backend.begin(options, limits, resume, started)
+        return drive(backend, saver, on_progress)
     except Exception as exc:
         if not is_lost(exc):  # an error of the search itself (a user cost's), or a bug
             raise
-        return search.lost(exc, saver)
+        return backend.lost(exc, saver)
 
 
 def is_lost(error: BaseException) -> bool:
@@ -135,6 +141,9 @@ class RaySearch:
         # cheaper, not what comes after a count
         announced = _improving(list(resume.trace), first)[-1].cost if resume else math.inf
         self.heard = _Heard(announced, first)
+        self.g_min = g_min  # the coordinator's G_min, as last reported
+        self.trace: list[Improvement] = list(resume.trace) if resume else []  # the coordinator's, as last reported
+        self.contour: Contour | None = None  # the contour searched (run.ray.contours), kept in checkpoints
         self.progress = Progress(iterations=resume.iterations if resume else 0, best_cost=g_min, lower_bound=None,
                                  open_branches=len(resume.state.branches) if resume else 1, elapsed_seconds=0.0,
                                  rate=0.0, peak_memory_mb=0.0,
@@ -144,7 +153,7 @@ class RaySearch:
         """Load the search into a coordinator of the pool (a new one if the pool's died),
         with the limits left since ``started`` (the first mapping's dive and the pool's
         start count: on a wide network on the Python engine they took seconds)."""
-        g_min = resume.g_min if resume else self.first.cost
+        g_min = self.g_min = resume.g_min if resume else self.first.cost
 
         def left() -> Limits:
             if limits.time_limit is None:
@@ -177,6 +186,7 @@ class RaySearch:
         heard.announced = fresh[-1].cost if fresh else heard.announced
         # a recovery rolls G_min back to the snapshot's; the announced cost was found all the
         # same, so it is still the best known and bounds the optimum
+        self.g_min, self.trace = report.progress.best_cost, report.trace
         best = min(report.progress.best_cost, heard.announced)
         self.progress = replace(report.progress, best_cost=best, lower_bound=min(report.progress.lower_bound, best))
         return Turn(report.done, self.progress)
@@ -198,24 +208,36 @@ class RaySearch:
                     data = ray.get(batch) if isinstance(batch, ray.ObjectRef) else batch
                     yield SearchState(arrivals=batches.decode(data, self.problem.topo.n))
 
-        return parts(), counters(cut.iterations, cut.elapsed, cut.g_min, _improving(cut.trace, self.first),
-                                 self.first, cut.next_owner)
+        trace = _improving(cut.trace, self.first)
+        # a contour holds G_min below the best known: the checkpoint keeps the best known, as
+        # the serial search by contours does (the contour keeps its value)
+        g_min = cut.g_min if self.contour is None else trace[-1].cost
+        return parts(), counters(cut.iterations, cut.elapsed, g_min, trace, self.first, cut.next_owner,
+                                 self.contour)
 
     def finish(self) -> Ending | None:
         """The results, with the histories the final entry reaches (None: a worker was
         lost after the proof, and the search goes on from the last snapshot)."""
-        results = ray.get(self.handle.finish.remote())
+        results = self.results()
         if results is None:
             return None
+        proven = results.stop == StopReason.FINISHED
+        return Ending(self.outcome(results, proven, results.stop, results.lower_bound), self.progress)
 
+    def results(self) -> Results | None:
+        """The stopped search's results from the coordinator (None: a worker was lost
+        after the proof, and the search goes on from the last snapshot)."""
+        return ray.get(self.handle.finish.remote())
+
+    def outcome(self, results: Results, proven: bool, stop: StopReason, open_bound: float) -> SearchOutcome:
+        """The outcome of ``results`` (``proven`` or stopped by ``stop``, no open branch
+        under ``open_bound``), the mappings' histories fetched from the coordinator."""
         def fetch(records: set[int]) -> dict[int, Histories]:
             return ray.get(self.handle.lookup.remote(records))
 
-        found = outcome(results.final, self.first, results.stop == StopReason.FINISHED, results.stop,
-                        results.iterations, _improving(results.trace, self.first), results.lower_bound,
-                        results.peak_memory_mb, fetch, results.link_records,
-                        statistics=results.statistics.as_dict())
-        return Ending(found, self.progress)
+        return outcome(results.final, self.first, proven, stop, results.iterations,
+                       _improving(results.trace, self.first), open_bound, results.peak_memory_mb, fetch,
+                       results.link_records, statistics=results.statistics.as_dict())
 
     def lost(self, error: Exception, saver: Saver | None = None) -> SearchOutcome:
         """The outcome of a search whose Ray was lost (its node, an out-of-memory kill,

@@ -1,0 +1,94 @@
+"""The search by contours on Ray workers (run/ray/contours.py): the serial search's
+answer exactly (optimum, count, set of optimal partitions) on random graphs, both
+schemes, tied costs, either link table; proven bounds that rise and stay below the
+optimum; contours given up and searched lower; a contour at the optimum to the
+tolerance; and a stopped search whose checkpoint keeps its contour and resumes into
+it on another number of workers or serially (and a serial one's on workers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dcmap_dist.io.load import load_network
+from dcmap_dist.solve import solve
+
+from search_costs import random_network
+from test_contours import MODELS, answer, cases
+
+
+def rising(result) -> bool:
+    """Whether the bounds a search reported rose, each at most its optimum."""
+    bounds = [sample["lower_bound"] for sample in result.bounds]
+    return bounds == sorted(bounds) and bounds[-1] <= result.optimal_cost * (1 + 1e-9)
+
+
+def test_contours_on_workers_give_the_serial_answer(ray_session):
+    wrong = []
+    for k, (label, network, model, scheme) in enumerate(cases(range(4))):
+        serial = solve(network, model, scheme, max_solutions=None)
+        table = "coordinator" if k % 3 == 2 else "sharded"
+        on_workers = solve(network, model, scheme, max_solutions=None, contours=True, workers=2 + k % 2,
+                           link_table=table)
+        if answer(on_workers) != answer(serial):
+            wrong.append(f"{label} ({table}): {answer(on_workers)[:2]} on workers, {answer(serial)[:2]} serially")
+        assert on_workers.trace[-1]["cost"] == pytest.approx(on_workers.optimal_cost, rel=1e-9), label
+        assert on_workers.lower_bound == on_workers.optimal_cost and rising(on_workers), label
+    assert not wrong, "\n".join(wrong)
+
+
+def test_contours_on_workers_prove_bounds_that_rise(ray_session):
+    """water's contours prove a dozen bounds, each below the optimum, in order."""
+    result = solve(load_network("water"), contours=True, workers=2)
+    contours = result.components[0]["contours"]
+    values = [value for value, _ in contours]
+    assert len(contours) >= 8 and values == sorted(values) and values[-2] < result.optimal_cost
+    assert rising(result) and len({sample["lower_bound"] for sample in result.bounds}) >= 4
+
+
+def test_contours_on_workers_are_given_up_and_searched_lower(ray_session, monkeypatch):
+    """With budgets of twice the last contour's expansions and turns of 20 ms, insurance's
+    contours are given up and searched again halfway down; the answer is still the
+    serial search's. (child's contours are too small to give up between two turns.)"""
+    monkeypatch.setattr("dcmap_dist.run.contours.FLOOR", 20)
+    monkeypatch.setattr("dcmap_dist.run.contours.BUDGET", 1)
+    monkeypatch.setattr("dcmap_dist.run.ray.driver.PROGRESS_SECONDS", 0.02)
+    path = Path(__file__).parents[2] / "shared" / "networks" / "insurance.bif.gz"
+    if not path.exists():
+        pytest.skip(f"{path} is not here")
+    network = load_network(path)
+    serial = solve(network, max_solutions=None)
+    result = solve(network, max_solutions=None, contours=True, workers=2)
+    contours = result.components[0]["contours"]
+    assert answer(result) == answer(serial) and rising(result)
+    assert sum(expansions for _, expansions in contours) < result.iterations  # the work of those given up
+
+
+def test_a_contour_on_workers_at_the_optimum_keeps_it_and_its_ties(ray_session, monkeypatch):
+    """A contour at the optimum reaches the optimal mappings without counting them an
+    improvement: searched again just above, the answer and trace are the serial ones."""
+    network, model = random_network(3, 7, 11), MODELS[2]
+    serial = solve(network, model, max_solutions=None, first_budget=0)
+    monkeypatch.setattr("dcmap_dist.run.contours.next_value", lambda *_: serial.optimal_cost * (1 - 5e-10))
+    result = solve(network, model, max_solutions=None, contours=True, workers=2, first_budget=0)
+    assert result.trace[0]["cost"] > serial.optimal_cost  # the dive's first mapping: the contour is below it
+    assert answer(result) == answer(serial)
+    assert result.trace[-1]["cost"] == pytest.approx(serial.optimal_cost, rel=1e-9)
+
+
+def test_a_stopped_search_on_workers_resumes_into_its_contour_anywhere(ray_session, tmp_path):
+    """child stopped after 200 expansions by contours on 2 workers has proved that no
+    mapping costs 608.8 or less; its checkpoint resumes into its contour on 3 workers
+    and serially, and a serial search's on 2 workers, each to the serial answer."""
+    network = load_network("child")
+    serial = solve(network, max_solutions=None)
+    for k, (stopped_on, resumed_on) in enumerate([(2, 3), (2, 1), (1, 2)]):
+        folder = tmp_path / f"ck{k}"
+        stopped = solve(network, max_solutions=None, max_iterations=200, contours=True, workers=stopped_on,
+                        checkpoint=folder)
+        assert stopped.stop_reason == "max_iterations" and stopped.iterations == 200
+        assert 608 < stopped.lower_bound < serial.optimal_cost and stopped.optimal_cost >= serial.optimal_cost - 1e-6
+        resumed = solve(None, max_solutions=None, resume=folder, workers=resumed_on)
+        assert answer(resumed) == answer(serial), (stopped_on, resumed_on)
+        assert resumed.iterations > stopped.iterations and rising(resumed)

@@ -45,6 +45,7 @@ def test_contours_on_workers_prove_bounds_that_rise(ray_session):
     values = [value for value, _ in contours]
     assert len(contours) >= 8 and values == sorted(values) and values[-2] < result.optimal_cost
     assert rising(result) and len({sample["lower_bound"] for sample in result.bounds}) >= 4
+    assert sum(result.components[0]["distributed"]["worker_iterations"]) == result.iterations  # every contour's
 
 
 def test_contours_on_workers_are_given_up_and_searched_lower(ray_session, monkeypatch):

@@ -25,7 +25,7 @@ from ...search.tolerance import within
 from ..contours import Contours
 from ..loop import Ending, Saver
 from .driver import RaySearch
-from .protocol import RayOptions, Results
+from .protocol import RayOptions, Results, Statistics
 
 __all__ = ["RayContourSearch"]
 
@@ -42,6 +42,7 @@ class RayContourSearch(Contours):
         self.halted = False  # the contour's search was halted at its budget
         self.elapsed = resume.elapsed if resume is not None else 0.0  # seconds searched, as last reported
         self.peak = 0.0  # the most memory of any contour's processes together (MiB)
+        self.spent: Statistics | None = None  # how the contours before this one ran, together
         self.begun: tuple[RayOptions, Limits, float] | None = None
         self.owner = resume.next_owner if resume is not None else 1  # the coordinator's first owner number
 
@@ -59,6 +60,9 @@ class RayContourSearch(Contours):
     def _start(self) -> None:
         contour, problem = self.contour, self.problem
         options, limits, started = self.begun
+        if self.results is not None:  # the contour before's work counts in the search's statistics
+            done = self.results.statistics
+            self.spent = done if self.spent is None else self.spent.then(done)
         root = problem.root()
         held = Resumption(SearchState(arrivals=[(problem.link_key(root), root)]), contour.before, self.elapsed,
                           contour.value, self.trace, self.first, self.owner)
@@ -117,6 +121,8 @@ class RayContourSearch(Contours):
             if not self.search.advance(None).stopped or self._stopped() == StepEnd.BUDGET:
                 return None
         results, proven = self.results, self.stop == StepEnd.IDLE
+        if self.spent is not None:
+            results = dataclasses.replace(results, statistics=self.spent.then(results.statistics))
         bound = self._bound(results.lower_bound, self.search.g_min)
         found = self.search.outcome(results, proven, StopReason.FINISHED if proven else self.stop, bound)
         found.peak_memory_mb = max(self.peak, found.peak_memory_mb)

@@ -8,7 +8,8 @@ engines' (:mod:`dcmap_dist.search.batches`). Every record is built with keywords
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from itertools import zip_longest
 from typing import Any
 
 from ...env import number
@@ -238,6 +239,25 @@ class Statistics:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def then(self, later: Statistics) -> Statistics:
+        """These statistics and those of a ``later`` search of the same pool (the search
+        by contours' next contour) together: counts and seconds added up (each worker's
+        by its place), peaks the larger, the rest as ``later`` says."""
+        def each(mine: list, theirs: list) -> list:
+            return [a + b for a, b in zip_longest(mine, theirs, fillvalue=0)]
+
+        return replace(
+            later, steps=self.steps + later.steps,
+            worker_iterations=each(self.worker_iterations, later.worker_iterations),
+            worker_busy=each(self.worker_busy, later.worker_busy), worker_cpu=each(self.worker_cpu, later.worker_cpu),
+            coordinator_busy=self.coordinator_busy + later.coordinator_busy,
+            coordinator_cpu=self.coordinator_cpu + later.coordinator_cpu,
+            coordinator_memory_mb=max(self.coordinator_memory_mb, later.coordinator_memory_mb),
+            sent=self.sent + later.sent, received=self.received + later.received, bytes=self.bytes + later.bytes,
+            snapshots=self.snapshots + later.snapshots, snapshot_seconds=self.snapshot_seconds + later.snapshot_seconds,
+            snapshot_longest_seconds=max(self.snapshot_longest_seconds, later.snapshot_longest_seconds),
+            recoveries=self.recoveries + later.recoveries, rolled_back=self.rolled_back + later.rolled_back)
 
 
 @dataclass(frozen=True, kw_only=True)

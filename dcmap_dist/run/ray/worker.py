@@ -73,8 +73,8 @@ class Worker:
         native core writes it, without a Python object per branch) and its counters. The
         coordinator keeps the bytes as they come, on its own node."""
         engine = self.engine
-        share = WorkerSnapshot(share=engine.take_share(by_value), iterations=engine.iterations, g_min=engine.g_min,
-                               random_state=engine.random_state(), busy=self.busy)
+        share = WorkerSnapshot.of(engine.take_share(by_value), iterations=engine.iterations, g_min=engine.g_min,
+                                  random_state=engine.random_state(), busy=self.busy)
         return pickle.dumps(share, protocol=5)
 
     def restore(self, data: bytes) -> None:

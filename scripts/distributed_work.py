@@ -222,6 +222,9 @@ def main() -> None:
         rows.append(row(label, args.first_budget, runner + suffix, run, serial, counts, args.seed if runner == "model" else 0))
         print(f"  {runner} W = {workers}: {run.iterations:,} expansions ({run.iterations / serial.iterations:.3f}), "
               f"{'proven' if run.proven else 'stopped'}, {run.seconds:.1f} s; {counts}", flush=True)
+        if run.footprint is not None:  # the model's engines at the end, together
+            held = {name: f"{size / 2**20:.1f} MiB" for name, (_, size) in run.footprint.items()}
+            print(f"    its engines hold: {held}", flush=True)
         upsert(rows)
 
 

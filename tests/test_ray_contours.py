@@ -7,11 +7,21 @@ it on another number of workers or serially (and a serial one's on workers)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from dcmap_dist.cost.dcmap import DcmapCost
 from dcmap_dist.io.load import load_network
+from dcmap_dist.limits import Limits, StepEnd, StopReason, Stopwatch
+from dcmap_dist.progress import Progress
+from dcmap_dist.run.loop import Turn
+from dcmap_dist.run.ray.contours import RayContourSearch
+from dcmap_dist.search.heuristics import incumbent
+from dcmap_dist.search.problem import Problem
+from dcmap_dist.search.state import Improvement
 from dcmap_dist.solve import solve
 
 from search_costs import random_network
@@ -93,3 +103,61 @@ def test_a_stopped_search_on_workers_resumes_into_its_contour_anywhere(ray_sessi
         resumed = solve(None, max_solutions=None, resume=folder, workers=resumed_on)
         assert answer(resumed) == answer(serial), (stopped_on, resumed_on)
         assert resumed.iterations > stopped.iterations and rising(resumed)
+
+
+class ScriptedSearch:
+    """A stand-in for :class:`~dcmap_dist.run.ray.driver.RaySearch` whose coordinator
+    plays a script of turns: ``(stopped, expansions, G_min as a share of the value it
+    was begun with, the results' stop)``."""
+
+    def __init__(self, problem, first, script):
+        self.problem, self.first, self.script = problem, first, list(script)
+        self.trace, self.calls, self.contour = [], [], None
+        self.g_min = self.held = first.cost
+        self.progress = Progress(iterations=0, best_cost=first.cost, lower_bound=0.0, open_branches=1,
+                                 elapsed_seconds=0.0, rate=0.0, peak_memory_mb=0.0)
+
+    def begin(self, options, limits, resume, started):
+        self.calls.append(("begin",))
+        self.g_min = self.held = resume.g_min
+        self.progress = replace(self.progress, iterations=resume.iterations)
+
+    def advance(self, saver):
+        stopped, expansions, share, self.stop = self.script.pop(0)
+        self.g_min = self.held * share
+        if share < 1:
+            self.trace = [Improvement(self.progress.iterations + expansions, 0.0, self.g_min, None)]
+        self.progress = replace(self.progress, iterations=self.progress.iterations + expansions,
+                                best_cost=self.g_min, lower_bound=self.g_min)
+        return Turn(stopped, self.progress)
+
+    def results(self):
+        reached = SimpleNamespace(best=self.g_min) if self.g_min < self.held else None
+        return SimpleNamespace(stop=self.stop, iterations=self.progress.iterations, trace=list(self.trace),
+                               final=reached)
+
+    def halt(self, reason):
+        self.calls.append(("halt", reason))
+
+    def go_on(self):
+        self.calls.append(("go_on",))
+
+
+def test_a_contour_halted_at_its_budget_as_it_reached_a_mapping_goes_on(monkeypatch):
+    """The coordinator is halted at the contour's budget, and the steps it drains reach a
+    mapping: the contour is then the ordinary search, and the coordinator goes on with it
+    rather than stopping there (or giving the contour up) until the proof."""
+    monkeypatch.setattr("dcmap_dist.run.contours.FLOOR", 20)
+    problem = Problem(load_network("child"), DcmapCost("cpt"), "merge")
+    first = incumbent(problem, Stopwatch(Limits()), 0)
+    search = ScriptedSearch(problem, first, [(False, 1000, 1.0, None),  # held at the value: no mapping yet
+                                             (True, 10, 0.999, StopReason.MAX_ITERATIONS),
+                                             (True, 500, 0.999, StopReason.FINISHED)])
+    contours = RayContourSearch(search, Limits(), None)
+    contours.begin(None, Limits(), None, 0.0)
+    value = contours.contour.value
+    assert not contours.advance(None).stopped and search.calls[-1] == ("halt", StopReason.MAX_ITERATIONS)
+    assert not contours.advance(None).stopped and search.calls[-1] == ("go_on",)
+    assert contours.advance(None).stopped and contours.stop == StepEnd.IDLE
+    assert contours.contour.value == value and contours.contour.given_up == 0
+    assert [call[0] for call in search.calls] == ["begin", "halt", "go_on"]

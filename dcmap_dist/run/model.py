@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 
 from ..limits import Limits, StepEnd, StopReason, Stopwatch
+from ..search.engine import Engine
 from ..search.heuristics import incumbent
 from ..search.histories import Histories, trail_count
 from ..search.outcome import SearchOutcome, outcome
@@ -37,7 +38,8 @@ from .ray.rules import deliver, next_order, take_in, take_step, worker_engine
 from .ray.steps import QUEUED_STEPS, WorkerSlot, step_seconds
 from .serial import SerialSearch
 
-__all__ = ["ModelRun", "RATE", "found_at", "mapping_count", "model_search", "serial_run", "step_expansions"]
+__all__ = ["ModelRun", "RATE", "footprint", "found_at", "mapping_count", "model_search", "serial_run",
+           "step_expansions"]
 
 RATE = 300_000  # a native worker's expansions a second: about 30,000 in its step of 0.1 s (issue 58)
 
@@ -57,7 +59,9 @@ class ModelRun:
     the completions sent between workers, whether it was ``proven`` (else it stopped
     at its iteration limit), the optimum and how many optimal mappings it proved (0
     unproven), the search's iteration at which it first found its best, the seconds the
-    run took here, and with ``log``, each worker's :class:`WorkLog`."""
+    run took here, with ``log``, each worker's :class:`WorkLog`, and what the engines
+    held at the end, summed over them (``Engine.footprint``'s ``{structure: (items,
+    bytes)}``; None on the Python engine, which has none)."""
 
     workers: int
     expansions: int
@@ -74,6 +78,7 @@ class ModelRun:
     found_at: int
     seconds: float
     logs: list[WorkLog] | None = None
+    footprint: dict[str, tuple[int, int]] | None = None
 
 
 def model_search(problem: Problem, workers: int, expansions: int | None = None, depth: int = QUEUED_STEPS,
@@ -135,7 +140,7 @@ def model_search(problem: Problem, workers: int, expansions: int | None = None, 
                     sent=totals.sent, proven=proven, optimal_cost=found.best_cost,
                     solution_count=mapping_count(found) if proven else 0,
                     found_at=found_at(trace, found.best_cost), seconds=time.perf_counter() - started,
-                    logs=[engine.take_log() for engine in engines] if log else None)
+                    logs=[engine.take_log() for engine in engines] if log else None, footprint=footprint(engines))
 
 
 def serial_run(problem: Problem, alpha: float = 0.6, seed: int = 0, log: bool = False,
@@ -153,7 +158,20 @@ def serial_run(problem: Problem, alpha: float = 0.6, seed: int = 0, log: bool = 
     return ModelRun(workers=0, expansions=0, depth=0, iterations=found.iterations,
                     worker_iterations=[found.iterations], rounds=0, span=found.iterations, steps=0, sent=0, proven=found.proven,
                     optimal_cost=found.best_cost, solution_count=mapping_count(found),
-                    found_at=found_at(found.trace, found.best_cost), seconds=time.perf_counter() - started, logs=logs)
+                    found_at=found_at(found.trace, found.best_cost), seconds=time.perf_counter() - started, logs=logs,
+                    footprint=footprint([search.engine]))
+
+
+def footprint(engines: list[Engine]) -> dict[str, tuple[int, int]] | None:
+    """What ``engines`` hold, summed by structure (None if they cannot tell: the Python engine)."""
+    if not all(hasattr(engine, "footprint") for engine in engines):
+        return None
+    total: dict[str, tuple[int, int]] = {}
+    for engine in engines:
+        for name, (items, size) in engine.footprint().items():
+            had = total.get(name, (0, 0))
+            total[name] = (had[0] + items, had[1] + size)
+    return total
 
 
 def mapping_count(found: SearchOutcome) -> int:

@@ -80,7 +80,15 @@ class RayContourSearch(Contours):
                 search.halt(StopReason.MAX_ITERATIONS)  # the coordinator stops within its turn
                 self.halted = True
             return StepEnd.BUDGET
-        return self._stopped()
+        stop = self._stopped()
+        if stop == StopReason.MAX_ITERATIONS and self.halted and self._reached() is not None:
+            # halted at its budget as steps still running reached a mapping: the contour is
+            # the ordinary search, and goes on (the user's iteration limit, if reached, stops
+            # it again at once)
+            search.go_on()
+            self.results, self.halted = None, False
+            return StepEnd.BUDGET
+        return stop
 
     def _stopped(self) -> StopReason | StepEnd:
         """The contour's stopped search's results taken: ``idle`` if it has nothing open,

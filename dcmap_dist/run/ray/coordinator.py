@@ -104,6 +104,14 @@ class Coordinator:
         self.search.halted = time.perf_counter()
         self.search.stop = self.search.stop or reason
 
+    def go_on(self) -> None:
+        """Let a search halted at an iteration count (stopped ``max_iterations``) go on
+        from where it stopped: a contour halted at its budget as it reached a mapping is
+        the ordinary search (:mod:`.contours`). Nothing runs then, and what was in flight
+        waits in the inboxes."""
+        if self.search.stop == StopReason.MAX_ITERATIONS:
+            self.search.stop = None
+
     def advance(self, seconds: float, reserve: float = 0.0) -> TurnReport:
         """Run the workers for about ``seconds``, stopping ``reserve`` seconds before the
         time limit (the final checkpoint's write); then where the search stands."""

@@ -194,6 +194,10 @@ class RaySearch:
     def halt(self, reason: StopReason) -> None:
         ray.get(self.handle.halt.options(concurrency_group=CONTROL).remote(reason))
 
+    def go_on(self) -> None:
+        """Let the search go on after a halt at an iteration count (:meth:`.Coordinator.go_on`)."""
+        ray.get(self.handle.go_on.remote())
+
     def cut(self) -> tuple[Iterator[SearchState], dict[str, Any]]:
         """A consistent cut, each worker's state fetched as the checkpoint is written."""
         return self._parts(ray.get(self.handle.cut.remote()))

@@ -70,8 +70,8 @@ class Worker:
     def snapshot(self) -> bytes:
         """This worker's share of a consistent cut (taken when no step runs, so its outbox
         is empty) as bytes: its engine's share as one buffer (``Engine.take_share``: the
-        native core writes it, without a Python object per branch) and its counters. The
-        coordinator keeps the bytes as they come, on its own node."""
+        native core writes it, without a Python object per branch), compressed, and its
+        counters. The coordinator keeps the bytes as they come, on its own node."""
         engine = self.engine
         share = WorkerSnapshot.of(engine.take_share(by_value), iterations=engine.iterations, g_min=engine.g_min,
                                   random_state=engine.random_state(), busy=self.busy)

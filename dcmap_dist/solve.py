@@ -113,7 +113,7 @@ def solve(
         List at most this many optimal mappings (None: all). ``solution_count`` always
         counts them all, and ``solutions_complete`` says whether the list is whole.
     workers : int
-        More than 1 runs DCMAP on that many Ray worker actors (:mod:`dcmap_dist.run.ray.driver`);
+        More than 1 runs DCMAP on that many Ray worker actors (:mod:`dcmap_dist.run.ray.distributed`);
         the result is the serial search's (same optimum, optimal partitions and count).
     address : str, optional
         The Ray to attach to (``ray.init(address=...)``); None starts a private Ray on
@@ -375,7 +375,7 @@ class _Runner:
         settings = self.settings
         by_contours = settings.contours if resume is None else resume.contour is not None
         if settings.distributed:
-            from .run.ray.driver import distributed_search
+            from .run.ray.distributed import distributed_search
 
             if self.started_ray and limits.time_limit is not None:  # Ray's stop is inside the time limit too
                 limits = replace(limits, time_limit=max(1e-3, limits.time_limit - RAY_STOP_SECONDS))

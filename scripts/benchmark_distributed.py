@@ -76,7 +76,7 @@ sys.path.insert(0, str(ROOT))
 
 from dcmap_dist import load_network, solve  # noqa: E402
 from dcmap_dist.io.outputs import append_csv_row  # noqa: E402
-from dcmap_dist.run.ray import cluster, driver as distributed  # noqa: E402
+from dcmap_dist.run.ray import cluster, distributed  # noqa: E402
 from dcmap_dist.run.ray.protocol import RayOptions  # noqa: E402
 
 LISTED = 100_000  # optimal mappings listed at most (hepar2's best cost has 53 million tied ones)

@@ -112,7 +112,7 @@ def ray_run(problem, workers: int, expansions: int, first: int):
     from dcmap_dist.limits import Limits
     from dcmap_dist.run.model import ModelRun, found_at, mapping_count
     from dcmap_dist.run.ray import cluster
-    from dcmap_dist.run.ray.driver import distributed_search
+    from dcmap_dist.run.ray.distributed import distributed_search
     from dcmap_dist.run.ray.protocol import RayOptions
     from dcmap_dist.run.ray.steps import QUEUED_STEPS
 

@@ -60,7 +60,9 @@ def test_contours_on_workers_prove_bounds_that_rise(ray_session):
 
 def test_contours_on_workers_are_given_up_and_searched_lower(ray_session, monkeypatch):
     """With budgets of twice the last contour's expansions and turns of 20 ms, insurance's
-    contours are given up and searched again halfway down; the answer is still the
+    contours are given up and searched again halfway down (about 170,000 expansions'
+    worth in the runs measured; how many depends on the turns, so it is not asserted:
+    the scripted test below is the deterministic one), and the answer is still the
     serial search's. (child's contours are too small to give up between two turns.)"""
     monkeypatch.setattr("dcmap_dist.run.contours.FLOOR", 20)
     monkeypatch.setattr("dcmap_dist.run.contours.BUDGET", 1)
@@ -72,8 +74,9 @@ def test_contours_on_workers_are_given_up_and_searched_lower(ray_session, monkey
     serial = solve(network, max_solutions=None)
     result = solve(network, max_solutions=None, contours=True, workers=2)
     contours = result.components[0]["contours"]
-    assert answer(result) == answer(serial) and rising(result)
-    assert sum(expansions for _, expansions in contours) < result.iterations  # the work of those given up
+    assert answer(result) == answer(serial), (answer(result)[:2], answer(serial)[:2])
+    assert rising(result), [sample["lower_bound"] for sample in result.bounds]
+    assert [value for value, _ in contours] == sorted(value for value, _ in contours), contours
 
 
 def test_a_contour_on_workers_at_the_optimum_keeps_it_and_its_ties(ray_session, monkeypatch):
@@ -134,7 +137,7 @@ class ScriptedSearch:
     def results(self):
         reached = SimpleNamespace(best=self.g_min) if self.g_min < self.held else None
         return SimpleNamespace(stop=self.stop, iterations=self.progress.iterations, trace=list(self.trace),
-                               final=reached)
+                               final=reached, statistics=None)
 
     def halt(self, reason):
         self.calls.append(("halt", reason))
@@ -161,3 +164,19 @@ def test_a_contour_halted_at_its_budget_as_it_reached_a_mapping_goes_on(monkeypa
     assert contours.advance(None).stopped and contours.stop == StepEnd.IDLE
     assert contours.contour.value == value and contours.contour.given_up == 0
     assert [call[0] for call in search.calls] == ["begin", "halt", "go_on"]
+
+
+def test_a_contour_on_workers_over_its_budget_is_halted_and_given_up(monkeypatch):
+    """Past its budget with no mapping reached, the contour's coordinator is halted, and
+    the contour halfway between the proven bound and it is begun on the same workers."""
+    monkeypatch.setattr("dcmap_dist.run.contours.FLOOR", 20)
+    problem = Problem(load_network("child"), DcmapCost("cpt"), "merge")
+    first = incumbent(problem, Stopwatch(Limits()), 0)
+    search = ScriptedSearch(problem, first, [(False, 1000, 1.0, None), (True, 10, 1.0, StopReason.MAX_ITERATIONS)])
+    contours = RayContourSearch(search, Limits(), None)
+    contours.begin(None, Limits(), None, 0.0)
+    given_up = contours.contour
+    assert not contours.advance(None).stopped and not contours.advance(None).stopped
+    assert [call[0] for call in search.calls] == ["begin", "halt", "begin"]
+    assert contours.contour.value == pytest.approx((given_up.proven + given_up.value) / 2)
+    assert contours.contour.given_up == 1 and contours.contour.before == 1010

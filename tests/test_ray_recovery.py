@@ -96,7 +96,7 @@ def test_what_ends_on_the_lost_ray_path():
     import ray
 
     from dcmap_dist.run.ray.recovery import WorkerSilent
-    from dcmap_dist.run.ray.driver import is_lost
+    from dcmap_dist.run.ray.distributed import is_lost
     from dcmap_dist.run.ray.protocol import WorkersLost
 
     def wrapped(cause: Exception) -> ray.exceptions.RayTaskError:

@@ -1,4 +1,5 @@
-"""The search on Ray: the driver (driver), attaching to Ray and the pool of actors
+"""The search on Ray: a component's search from the driver (distributed), as the
+ordinary search (driver) or by contours (contours), attaching to Ray and the pool of actors
 (cluster), the coordinator actor (coordinator) and its parts: its worker actors (crew),
 the search it holds (search) with a slot per worker (steps), the steps in turns (turns)
 by the rules of a step (rules), what passes between the workers besides (exchange), its

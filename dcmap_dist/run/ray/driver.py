@@ -48,7 +48,7 @@ import math
 import pickle
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -66,59 +66,16 @@ from ...search.problem import Problem
 from ...search.state import Contour, Improvement, Resumption, SearchState, counters, write_size
 from ...search.tolerance import within
 from ...settings import FIRST_BUDGET
-from ..loop import Ending, Saver, Turn, drive
+from ..loop import Ending, Saver, Turn
 from .cluster import forget_pool, pooled_coordinator, ship_by_value
 from .coordinator import CONTROL
 from .protocol import Cut, RayOptions, Results, SearchSpec, TurnReport, WorkerLostWarning, WorkersLost
 
-__all__ = ["PROGRESS_SECONDS", "RaySearch", "distributed_search", "is_lost"]
+__all__ = ["PROGRESS_SECONDS", "RaySearch"]
 
 PROGRESS_SECONDS = 1.0  # how often the driver hears from the coordinator
 POLL_SECONDS = 0.2  # how often the driver looks for a signal while it waits for the coordinator
 KEPT_SECONDS = 120.0  # how long the coordinator may take to hand over its last snapshot when the workers are lost
-
-
-def distributed_search(problem: Problem, alpha: float, seed: int, options: RayOptions, limits: Limits,
-                       on_improvement: OnImprovement | None = None,
-                       on_progress: Callable[[Progress], None] | None = None,
-                       saver: Saver | None = None, resume: Resumption | None = None,
-                       first_budget: int = FIRST_BUDGET, contours: bool = False) -> SearchOutcome:
-    """Run DCMAP on one connected problem on Ray workers as ``options`` say (Ray must be
-    connected: :func:`.cluster.connect`); the same outcome as
-    :class:`run.serial.SerialSearch`, with the same checkpoints (``saver``) and resumption
-    (``resume``), and the same first mapping (``first_budget``: the beam's budget); by
-    contours (:class:`.contours.RayContourSearch`) with ``contours`` or when ``resume``
-    was taken during one. If Ray itself is lost, the best mapping heard of
-    (:meth:`RaySearch.lost`)."""
-    from .contours import RayContourSearch  # it builds on RaySearch
-
-    started = time.perf_counter()
-    search = RaySearch(problem, alpha, seed, options, limits, on_improvement, resume, first_budget)
-    by_contours = contours if resume is None else resume.contour is not None
-    backend = RayContourSearch(search, limits, resume) if by_contours else search
-    try:
-        backend.begin(options, limits, resume, started)
-        return drive(backend, saver, on_progress)
-    except Exception as exc:
-        if not is_lost(exc):  # an error of the search itself (a user cost's), or a bug
-            raise
-        return backend.lost(exc, saver)
-
-
-def is_lost(error: BaseException) -> bool:
-    """Whether ``error`` means the search's Ray, or every worker it could have, is lost
-    (the lost-Ray path: the best mapping heard of, exit code 5), rather than an error of
-    the search itself (a user cost's, raised in a worker) or a bug: a Ray error other
-    than a task's, or a task's whose cause is one of those or :class:`WorkersLost`."""
-    if isinstance(error, WorkersLost):
-        return True
-    if not isinstance(error, ray.exceptions.RayError):
-        return False
-    if isinstance(error, ray.exceptions.RayTaskError):
-        cause = getattr(error, "cause", None)
-        return isinstance(cause, WorkersLost) or (isinstance(cause, ray.exceptions.RayError)
-                                                  and not isinstance(cause, ray.exceptions.RayTaskError))
-    return True
 
 
 class RaySearch:

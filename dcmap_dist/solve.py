@@ -24,7 +24,7 @@ from .limits import Limits, StopReason, Stopwatch
 from .model.network import Network
 from .progress import Progress
 from .result import SolveResult
-from .run.contours import ContourSearch
+from .run.contours import ContourSearch, by_contours
 from .run.loop import Saver, drive_serially
 from .run.serial import SerialSearch
 from .search.baselines import bfs_search, brute_force_search
@@ -373,20 +373,19 @@ class _Runner:
             on_progress: Callable[[Progress], None] | None, saver: Saver | None = None,
             resume: Resumption | None = None) -> SearchOutcome:
         settings = self.settings
-        by_contours = settings.contours if resume is None else resume.contour is not None
         if settings.distributed:
             from .run.ray.distributed import distributed_search
 
             if self.started_ray and limits.time_limit is not None:  # Ray's stop is inside the time limit too
                 limits = replace(limits, time_limit=max(1e-3, limits.time_limit - RAY_STOP_SECONDS))
             outcome = distributed_search(problem, settings.alpha, settings.seed, self.options, limits, improved,
-                                         on_progress, saver, resume, settings.first_budget, by_contours)
+                                         on_progress, saver, resume, settings.first_budget, settings.contours)
             if self.ray_start is not None:
                 outcome.statistics["ray_start_seconds"] = round(self.ray_start, 3)
                 self.ray_start = None
             return outcome
         if settings.method == "dcmap":
-            backend = ContourSearch if by_contours else SerialSearch
+            backend = ContourSearch if by_contours(settings.contours, resume) else SerialSearch
             return drive_serially(lambda: backend(problem, settings.alpha, settings.seed, limits, improved, resume,
                                                   on_progress is not None, settings.first_budget), saver, on_progress)
         if settings.method == "bfs":

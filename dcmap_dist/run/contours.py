@@ -34,7 +34,8 @@ from ..search.tolerance import TOLERANCE, within
 from .loop import Ending, Saver, Turn
 from .serial import TURN_SECONDS
 
-__all__ = ["BUDGET", "ContourSearch", "Contours", "FEW", "FIRST_STEP", "FLOOR", "GROWTH", "budget", "next_value"]
+__all__ = ["BUDGET", "ContourSearch", "Contours", "FEW", "FIRST_STEP", "FLOOR", "GROWTH", "budget", "by_contours",
+           "next_value"]
 
 FIRST_STEP = 0.005  # the first contour lies this share above the root bound
 GROWTH = 2.0  # each contour is meant to cost this many times the expansions of the one before
@@ -63,6 +64,14 @@ def next_value(root_bound: float, done: list[tuple[float, int]], incumbent_cost:
         if expansions >= FEW and expansions > made:
             value = last + min(2 * step, math.log(GROWTH) * (last - reference) / math.log(expansions / max(1, made)))
     return min(value, incumbent_cost)
+
+
+def by_contours(wanted: bool, resume: Resumption | None) -> bool:
+    """Whether a component is searched by contours: as ``wanted`` when it starts; a
+    resumed one as its checkpoint was taken (during a contour, or in the ordinary
+    search), whatever ``wanted`` says: a contour's state holds only the branches under
+    its value, and the ordinary search's is not a contour's."""
+    return wanted if resume is None else resume.contour is not None
 
 
 def budget(contour: Contour) -> int:

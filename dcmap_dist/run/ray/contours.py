@@ -40,7 +40,6 @@ class RayContourSearch(Contours):
         self.search = search
         self.results: Results | None = None  # the contour's, once its search has stopped
         self.halted = False  # the contour's search was halted at its budget
-        self.elapsed = resume.elapsed if resume is not None else 0.0  # seconds searched, as last reported
         self.peak = 0.0  # the most memory of any contour's processes together (MiB)
         self.spent: Statistics | None = None  # how the contours before this one ran, together
         self.begun: tuple[RayOptions, Limits, float] | None = None
@@ -58,22 +57,22 @@ class RayContourSearch(Contours):
                                                                                      resume.g_min)), started)
 
     def _start(self) -> None:
-        contour, problem = self.contour, self.problem
+        contour, problem, search = self.contour, self.problem, self.search
         options, limits, started = self.begun
         if self.results is not None:  # the contour before's work counts in the search's statistics
             done = self.results.statistics
             self.spent = done if self.spent is None else self.spent.then(done)
         root = problem.root()
-        held = Resumption(SearchState(arrivals=[(problem.link_key(root), root)]), contour.before, self.elapsed,
-                          contour.value, self.trace, self.first, self.owner)
+        held = Resumption(SearchState(arrivals=[(problem.link_key(root), root)]), contour.before,
+                          search.progress.elapsed_seconds, contour.value, self.trace, self.first, self.owner)
         self.results, self.halted = None, False
-        self.search.contour = contour
-        self.search.begin(options, limits, held, started)
+        search.contour = contour
+        search.begin(options, limits, held, started)
 
     def _turn(self, saver: Saver | None, most: int | None) -> StopReason | StepEnd:
         search = self.search
         turn = search.advance(saver)
-        self.trace, self.elapsed = list(search.trace), search.progress.elapsed_seconds
+        self.trace = list(search.trace)
         self.peak = max(self.peak, search.progress.peak_memory_mb)
         if not turn.stopped:
             if most is not None and self._expanded() >= most and not self.halted:

@@ -17,6 +17,7 @@ from ...search.outcome import OnImprovement, SearchOutcome
 from ...search.problem import Problem
 from ...search.state import Resumption
 from ...settings import FIRST_BUDGET
+from ..contours import by_contours
 from ..loop import Saver, drive
 from .contours import RayContourSearch
 from .driver import RaySearch
@@ -34,13 +35,12 @@ def distributed_search(problem: Problem, alpha: float, seed: int, options: RayOp
     connected: :func:`.cluster.connect`); the same outcome as
     :class:`run.serial.SerialSearch`, with the same checkpoints (``saver``) and resumption
     (``resume``), and the same first mapping (``first_budget``: the beam's budget); by
-    contours (:class:`.contours.RayContourSearch`) with ``contours`` or when ``resume``
-    was taken during one. If Ray itself is lost, the best mapping heard of
+    contours (:class:`.contours.RayContourSearch`) as :func:`..contours.by_contours`
+    decides from ``contours`` and ``resume``. If Ray itself is lost, the best mapping heard of
     (:meth:`RaySearch.lost`)."""
     started = time.perf_counter()
     search = RaySearch(problem, alpha, seed, options, limits, on_improvement, resume, first_budget)
-    by_contours = contours if resume is None else resume.contour is not None
-    backend = RayContourSearch(search, limits, resume) if by_contours else search
+    backend = RayContourSearch(search, limits, resume) if by_contours(contours, resume) else search
     try:
         backend.begin(options, limits, resume, started)
         return drive(backend, saver, on_progress)

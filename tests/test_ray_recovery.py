@@ -95,7 +95,7 @@ def test_what_ends_on_the_lost_ray_path():
     coordinator was an internal error); a user cost's error or a bug stays an error."""
     import ray
 
-    from dcmap_dist.run.ray.recovery import WorkerSilent
+    from dcmap_dist.run.ray.crew import WorkerSilent
     from dcmap_dist.run.ray.distributed import is_lost
     from dcmap_dist.run.ray.protocol import WorkersLost
 

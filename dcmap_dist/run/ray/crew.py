@@ -1,7 +1,7 @@
 """The coordinator's worker actors (see :mod:`dcmap_dist.run.ray.driver` for the design):
 started spread over the cluster's nodes or on a given one, and waited on, never without
 a time-out: a worker that has not answered for the silence that makes it lost raises
-:class:`~.recovery.WorkerSilent`, as Ray raises its own error for a dead one."""
+:class:`WorkerSilent`, as Ray raises its own error for a dead one."""
 
 from __future__ import annotations
 
@@ -14,13 +14,26 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from .protocol import LOOKUPS, SILENT_STEPS, SearchSpec
-from .recovery import INTERRUPTED_SECONDS, POLL_SECONDS, WorkerSilent
 from .steps import silence
 from .worker import Worker
 
-__all__ = ["Crew", "SAVE_SECONDS"]
+__all__ = ["Crew", "INTERRUPTED_SECONDS", "POLL_SECONDS", "SAVE_SECONDS", "WorkerSilent"]
 
 SAVE_SECONDS = 600.0  # how long a worker may take to save, send or take back its share of a snapshot
+POLL_SECONDS = 0.25  # how often a wait looks whether the search was halted meanwhile
+INTERRUPTED_SECONDS = 5.0  # a signal stopped the search: a worker that takes longer to answer is lost
+
+
+class WorkerSilent(ray.exceptions.RayActorError):
+    """A worker has not answered within its time (a frozen node, a cut network): it is
+    treated as lost, as a dead one is."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(error_msg=what)
+        self.what = what
+
+    def __str__(self) -> str:
+        return self.what
 
 
 class Crew:

@@ -3,7 +3,7 @@ parts it is made of: which workers still answer, which of them must start anew a
 nodes are suspect (:func:`sort_out`), where a replacement may go (:func:`free_spots`),
 and a snapshot's state merged to be shared out over another number of workers
 (:func:`merged`). A worker is lost when Ray says so (:data:`LOST`) or when it has not
-answered in time (:class:`WorkerSilent`)."""
+answered in time (:class:`~.crew.WorkerSilent`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pickle
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ray
 
@@ -20,34 +20,19 @@ from ...search import batches
 from ...search.engine import share_state
 from ...search.problem import Problem
 from ...search.state import SearchState
+from .crew import INTERRUPTED_SECONDS, POLL_SECONDS, WorkerSilent
+from .exchange import Exchange
 from .protocol import LOOKUPS, Snapshot, StepReport, WorkersLost
+from .search import Search
 
-if TYPE_CHECKING:  # for the hints only: these import this module (the crew waits with its WorkerSilent)
-    from .exchange import Exchange
-    from .search import Search
-
-__all__ = ["INTERRUPTED_SECONDS", "LOST", "PING_SECONDS", "PLACE_SECONDS", "POLL_SECONDS", "Recovery",
-           "WorkerSilent", "answering", "free_spots", "merged", "said", "sort_out"]
+__all__ = ["LOST", "PING_SECONDS", "PLACE_SECONDS", "Recovery", "answering", "free_spots", "merged", "said",
+           "sort_out"]
 
 PLACE_SECONDS = 60.0  # how long a new worker may take to start (Ray starts its process) before it is given up
 PING_SECONDS = 10.0  # how long a worker may take to answer whether it lives, in a recovery
-POLL_SECONDS = 0.25  # how often a wait looks whether the search was halted meanwhile
-INTERRUPTED_SECONDS = 5.0  # a signal stopped the search: a worker that takes longer to answer is lost
 # what says a worker is lost: Ray's word that it died or is unreachable, a batch it made lost
 # with its node (a step that takes it fails), or no answer in time (WorkerSilent)
 LOST = (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError)
-
-
-class WorkerSilent(ray.exceptions.RayActorError):
-    """A worker has not answered within its time (a frozen node, a cut network): it is
-    treated as lost, as a dead one is."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(error_msg=what)
-        self.what = what
-
-    def __str__(self) -> str:
-        return self.what
 
 
 def answering(actors: list[Any], seconds: float, grace: float, halted: Callable[[], float | None]) -> set[int]:

@@ -11,8 +11,8 @@ import time
 import ray
 
 from ...limits import StepEnd, StopReason
+from .crew import WorkerSilent
 from .exchange import Exchange
-from .recovery import WorkerSilent
 from .rules import next_order, take_in
 from .search import Search
 from .steps import BOUND_SECONDS, QUEUED_STEPS, WorkerSlot, iteration_caps, step_seconds

@@ -38,8 +38,8 @@ HEADER_FLOORS = [
      "python_hash.hpp"},
     {"tables.hpp", "topology.hpp"},
     {"store.hpp", "branch.hpp", "dcmap_model.hpp"},
-    {"facts.hpp", "vocabulary.hpp", "branch_queue.hpp", "link_table.hpp"},
-    {"keys.hpp", "problem.hpp", "batch.hpp"},
+    {"facts.hpp", "vocabulary.hpp", "branch_queue.hpp", "frames.hpp"},
+    {"keys.hpp", "problem.hpp", "batch.hpp", "link_table.hpp"},
     {"explorer.hpp"},
     {"engine.hpp"},
 ]

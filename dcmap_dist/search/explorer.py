@@ -413,7 +413,7 @@ class Explorer:
         link records into this explorer's shard (if it has one), its dominated records,
         its open branches, then its completions in flight, settled against those records."""
         if self.shard is not None:
-            self.shard.entries, self.shard.histories = state.entries, HistoryTable.of(state.histories)
+            self.shard.load(state.entries, HistoryTable.of(state.histories))
         self.dominated = state.dominated
         self.adopt(state.branches)
         self.receive(state.arrivals)

@@ -3,7 +3,8 @@ with equal keys have identical futures (SPEC section 5; docs/search.md, "Correct
 "Linking inside a layer" and "The search's state in memory").
 
 :class:`LinkKeys` makes the keys of one problem's branches from the branch and the
-problem's node-set memos; :func:`key_parts` reads a ``lean`` key's parts.
+problem's node-set memos; :func:`key_parts` reads a ``lean`` key's parts and
+:func:`frame_and_limits` splits it into what its futures are made of and what limits them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from ..model.topology import Memo, Topology, union_of
 
-__all__ = ["LinkKeys", "key_parts"]
+__all__ = ["LinkKeys", "frame_and_limits", "key_parts"]
 
 
 class LinkKeys:
@@ -146,3 +147,13 @@ def key_parts(key: tuple) -> list[tuple[int, tuple]]:
     (members, message))``: its cluster-layers are the key's that lie in its ``union``."""
     items, shape = key[1], key[2]
     return [(shape[k + 1], tuple([item for item in items if item[0] & shape[k]])) for k in range(0, len(shape), 2)]
+
+
+def frame_and_limits(key: tuple) -> tuple[tuple, tuple, int]:
+    """A ``lean`` key split in two (docs/search.md, "Dominance by fewer limits"): its
+    *frame* ``(head, cluster-layers, unions)``, what a future's costs and proposals read,
+    and its *limits*: each part's ``outside`` (the placed nodes a joiner may not descend
+    to) and the blocked pairs. Of two keys with one frame, the one whose limits are each
+    a subset of the other's can complete in every way the other can, at the same costs."""
+    head, items, shape, blocked = key
+    return (head, items, shape[0::2]), shape[1::2], blocked

@@ -10,7 +10,11 @@ record. Every arrival at a key is decided by the table that owns the key:
   when popped) and a new record is made; the branch goes on;
 * ``tie``: the branch's history is stored on the record as an alternative and
   the branch stops (its future is the recorded branch's);
-* ``worse``: the branch stops.
+* ``worse``: the branch stops. Under the ``lean`` key this is also the outcome of an
+  arrival that would make a record while a record of the same frame with limits each a
+  subset of its own is strictly cheaper (:func:`~.keys.frame_and_limits`;
+  docs/search.md, "Dominance by fewer limits"): whatever it can still do, that record's
+  branch does for less.
 
 The table can be split into shards by :func:`route` (a digest of the key's masks:
 stable across processes, since keys hold only ints and the cost model's
@@ -24,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .histories import Histories, HistoryTable, history, record_id
+from .keys import frame_and_limits
 from .tolerance import within
 
 __all__ = ["CHEAPER", "NEW", "TIE", "WORSE", "Entry", "LinkShard", "route"]
@@ -78,6 +83,36 @@ class LinkShard:
         self.entries: dict[tuple, Entry] = {}
         self.histories = HistoryTable()
         self._serial = 0
+        # the lean keys' entries by frame, in order of first arrival: (outsides, blocked, entry)
+        self._frames: dict[tuple, list[tuple[tuple, int, Entry]]] = {}
+
+    def load(self, entries: dict[tuple, Entry], histories: HistoryTable) -> None:
+        """Take over ``entries`` (in order of first arrival) and their ``histories``."""
+        self.entries, self.histories = entries, histories
+        self._frames = {}
+        for key, entry in entries.items():
+            self._index(key, entry)
+
+    def _index(self, key: tuple, entry: Entry) -> None:
+        if len(key) == 4:  # lean
+            frame, outsides, blocked = frame_and_limits(key)
+            self._frames.setdefault(frame, []).append((outsides, blocked, entry))
+
+    def fewer_limits(self, key: tuple, cost: float) -> Entry | None:
+        """The newest entry whose key has ``key``'s frame and limits each a subset of its
+        limits, at a cost strictly below ``cost`` (it dominates an arrival at ``key`` of
+        that cost); None if there is none (or the key is not lean)."""
+        if len(key) != 4:
+            return None
+        frame, outsides, blocked = frame_and_limits(key)
+        group = self._frames.get(frame)
+        if group is None:
+            return None
+        for their_outsides, their_blocked, entry in reversed(group):
+            if (not within(cost, entry.best) and not their_blocked & ~blocked
+                    and all(not theirs & ~mine for theirs, mine in zip(their_outsides, outsides))):
+                return entry
+        return None
 
     def settle(self, key: tuple, cost: float, trail: tuple, iteration: int) -> tuple[str, int, int | None]:
         """Decide an arrival at ``key``: ``(outcome, record, dominated record)``. For
@@ -93,9 +128,16 @@ class LinkShard:
                     return TIE, entry.record, None
                 return WORSE, entry.record, None
             dominated = entry.record
+        cheaper = self.fewer_limits(key, cost)
+        if cheaper is not None:
+            return WORSE, cheaper.record, None
         self._serial += 1
         record = record_id(self.owner, self._serial)
-        self.entries[key] = Entry(cost, record)
+        if entry is None:
+            entry = self.entries[key] = Entry(cost, record)
+            self._index(key, entry)
+        else:  # the same object stays indexed by its frame
+            entry.best, entry.record = cost, record
         self.histories.add(record, history(iteration, trail))
         return (NEW if dominated is None else CHEAPER), record, dominated
 

@@ -260,7 +260,7 @@ class Engine final : public EngineBase {
     }
     void load_entry(const Key& key, double best, int64_t record) override {
         if (!x_.has_shard()) return;  // the table is another actor's
-        x_.shard()->load(key, Entry{best, record});
+        x_.shard()->load(key, Entry{best, record}, x_.problem.store);
     }
     void load_histories(int64_t record, const std::string& run) override {
         if (!x_.has_shard()) return;

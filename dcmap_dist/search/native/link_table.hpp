@@ -1,7 +1,8 @@
 // The link table (search/linking.py's LinkShard): per key the best cost and the record of
 // that arrival, each arrival decided new, cheaper, tie or worse with SPEC's tolerance, its
-// history kept in the record's histories; and the set of dominated records, a bit per
-// record serial, owner by owner.
+// history kept in the record's histories, an arrival that a strictly cheaper record of
+// its frame with fewer limits dominates worse (frames.hpp); and the set of dominated
+// records, a bit per record serial, owner by owner.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "bits.hpp"
 #include "branch.hpp"
+#include "frames.hpp"
 #include "histories.hpp"
 #include "ids.hpp"
 #include "store.hpp"
@@ -48,14 +50,23 @@ class LinkShard {
             }
             dominated = entry->record;
         }
+        int64_t cheaper = frames_.fewer_limits(
+            key, store, [&](uint32_t at) -> const Key& { return entries_.key(at); },
+            [&](uint32_t at) { return !within(cost, entries_.value(at).best); });
+        if (cheaper >= 0) return {Settled::WORSE, entries_.value(static_cast<size_t>(cheaper)).record, -1};
         int64_t record = record_id(owner_, ++serial_);
         entries_.at(key, Entry{cost, record}) = Entry{cost, record};
+        if (entry == nullptr) frames_.add(entries_.size() - 1, key, store);
         histories_.add(record, history(iteration, link, joins, store));
         return {dominated < 0 ? Settled::NEW : Settled::CHEAPER, record, dominated};
     }
 
     // a record loaded from a checkpoint or a snapshot (its histories come apart)
-    void load(const Key& key, Entry entry) { entries_.at(key, entry) = entry; }
+    void load(const Key& key, Entry entry, const Store<W>& store) {
+        size_t before = entries_.size();
+        entries_.at(key, entry) = entry;
+        if (entries_.size() > before) frames_.add(before, key, store);
+    }
 
     const Entry* find(const Key& key) const { return entries_.find(key); }
     void mark(std::vector<uint8_t>& live) const {
@@ -75,12 +86,13 @@ class LinkShard {
     const Entry& entry(size_t at) const { return entries_.value(at); }
     HistoryTable& histories() { return histories_; }
     const HistoryTable& histories() const { return histories_; }
-    size_t bytes() const { return entries_.bytes() + histories_.bytes(); }
+    size_t bytes() const { return entries_.bytes() + frames_.bytes() + histories_.bytes(); }
 
    private:
     int64_t owner_;
     int64_t serial_ = 0;
     FlatMap<Key, Entry> entries_;
+    Frames<W> frames_;  // the lean records by frame
     HistoryTable histories_;
     HistoryWriter writer_;
 

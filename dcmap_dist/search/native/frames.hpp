@@ -1,0 +1,105 @@
+// The lean link records grouped by frame, as search/linking.py's LinkShard keeps them: a
+// key's frame is the key without its limits (the outside masks of its shape, the blocked
+// pairs; search/keys.py's frame_and_limits), and an arrival whose limits include those of
+// a strictly cheaper record of its frame is dominated by it (docs/search.md, "Dominance by
+// fewer limits"). Records are named by their position in the link table (order of first
+// arrival); a frame's records are chained newest first.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "bits.hpp"
+#include "branch.hpp"
+#include "store.hpp"
+#include "tables.hpp"
+
+namespace dcmap {
+
+template <int W>
+class Frames {
+   public:
+    // Index the record at `position` (the next one: positions come in order), of `key`.
+    void add(size_t position, const Key& key, const Store<W>& store) {
+        if (previous_.size() != position) throw std::logic_error("a link record indexed out of order");
+        if (!key.lean()) {
+            previous_.push_back(NONE);
+            return;
+        }
+        uint32_t& newest = newest_.try_emplace(frame_hash(key, store), NONE).first->second;
+        previous_.push_back(newest);
+        newest = static_cast<uint32_t>(position);
+    }
+
+    // The newest position p, among the records of `key`'s frame, for which `cheaper(p)` holds
+    // and whose limits are each a subset of `key`'s; -1 if none (or `key` is not lean).
+    // `key_at(p)` is the key of the record at p.
+    template <class KeyAt, class Cheaper>
+    int64_t fewer_limits(const Key& key, const Store<W>& store, KeyAt&& key_at, Cheaper&& cheaper) const {
+        if (!key.lean()) return -1;
+        auto found = newest_.find(frame_hash(key, store));
+        if (found == newest_.end()) return -1;
+        IdSpan<MaskId> shape = store.masks_of(key.masks());
+        std::span<const uint64_t> blocked = store.bigmask(key.blocked());
+        for (uint32_t at = found->second; at != NONE; at = previous_[at]) {
+            const Key& theirs = key_at(at);
+            if (!cheaper(at) || !same_frame(theirs, key, store)) continue;
+            if (within_limits(theirs, shape, blocked, store)) return at;
+        }
+        return -1;
+    }
+
+    void clear() {
+        newest_.clear();
+        previous_.clear();
+    }
+    size_t bytes() const { return previous_.capacity() * 4 + newest_.size() * 32; }
+
+   private:
+    static constexpr uint32_t NONE = UINT32_MAX;
+    std::unordered_map<uint64_t, uint32_t> newest_;  // a frame's hash -> its newest record
+    std::vector<uint32_t> previous_;                 // per record: the previous one of its frame's hash
+
+    // Hashes the frame's values (item and mask ids, which a collection of the store keeps),
+    // not its sequences' ids (which it renumbers).
+    static uint64_t frame_hash(const Key& key, const Store<W>& store) {
+        uint64_t h = mix64((static_cast<uint64_t>(static_cast<uint32_t>(key.layer)) << 32) |
+                           static_cast<uint32_t>(static_cast<int32_t>(key.kind())));
+        if (!key.done()) {
+            h = mix64(h ^ key.assigned().value());
+            h = mix64(h ^ ((static_cast<uint64_t>(key.fixed().value()) << 32) | key.held().value()));
+        }
+        for (ItemId item : store.items_of(key.items())) h = mix64(h ^ item.value());
+        IdSpan<MaskId> shape = store.masks_of(key.masks());
+        for (size_t k = 0; k < shape.size(); k += 2) h = mix64(h ^ (shape[k].value() + (uint64_t{1} << 32)));
+        return h;
+    }
+
+    static bool same_frame(const Key& a, const Key& b, const Store<W>& store) {
+        if (a.layer != b.layer || a.kind() != b.kind() || a.items() != b.items()) return false;
+        if (!a.done() && (a.assigned() != b.assigned() || a.fixed() != b.fixed() || a.held() != b.held()))
+            return false;
+        IdSpan<MaskId> x = store.masks_of(a.masks()), y = store.masks_of(b.masks());
+        if (x.size() != y.size()) return false;
+        for (size_t k = 0; k < x.size(); k += 2)
+            if (x[k] != y[k]) return false;
+        return true;
+    }
+
+    // whether `theirs`'s outside masks and blocked pairs are each a subset of `shape`'s and `blocked`
+    static bool within_limits(const Key& theirs, IdSpan<MaskId> shape, std::span<const uint64_t> blocked,
+                              const Store<W>& store) {
+        std::span<const uint64_t> their_blocked = store.bigmask(theirs.blocked());
+        for (size_t w = 0; w < their_blocked.size(); ++w)
+            if (their_blocked[w] & ~(w < blocked.size() ? blocked[w] : uint64_t{0})) return false;
+        IdSpan<MaskId> their_shape = store.masks_of(theirs.masks());
+        for (size_t k = 1; k < shape.size(); k += 2)
+            if (their_shape[k] != shape[k] && store.mask(their_shape[k]).minus(store.mask(shape[k])).any())
+                return false;
+        return true;
+    }
+};
+
+}  // namespace dcmap

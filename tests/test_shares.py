@@ -79,7 +79,7 @@ def test_an_engine_that_takes_over_a_share_goes_on_as_one_that_loads_the_export(
     export, and runs to the same end (iterations, G_min, link records, improvements) as
     an engine that loads the export, as recoveries did before shares."""
     cls = engine_class(kind)
-    writer = started(cls, problem_of(seed, model, scheme, link_key), 60)
+    writer = started(cls, problem_of(seed, model, scheme, link_key), 30)
     assert writer.open_count() > 0, "the search ended before its share was taken"
     share, state = writer.take_share(), writer.export()
     assert plain(share_state(problem_of(seed, model, scheme, link_key), share)) == plain(state)

@@ -3,9 +3,12 @@
 // pairs; search/keys.py's frame_and_limits), and an arrival whose limits include those of
 // a strictly cheaper record of its frame is dominated by it (docs/search.md, "Dominance by
 // fewer limits"). Records are named by their position in the link table (order of first
-// arrival); a frame's records are chained newest first.
+// arrival); a frame's records are chained newest first, each with a signature of its
+// limits (a word in which a subset's bits are a subset's), which turns most records of
+// a chain away before their key is read.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -26,10 +29,12 @@ class Frames {
         if (previous_.size() != position) throw std::logic_error("a link record indexed out of order");
         if (!key.lean()) {
             previous_.push_back(NONE);
+            signatures_.push_back(0);
             return;
         }
         uint32_t& newest = newest_.try_emplace(frame_hash(key, store), NONE).first->second;
         previous_.push_back(newest);
+        signatures_.push_back(signature(key, store));
         newest = static_cast<uint32_t>(position);
     }
 
@@ -43,7 +48,9 @@ class Frames {
         if (found == newest_.end()) return -1;
         IdSpan<MaskId> shape = store.masks_of(key.masks());
         std::span<const uint64_t> blocked = store.bigmask(key.blocked());
+        const uint64_t outside_signature = ~signature(key, store);
         for (uint32_t at = found->second; at != NONE; at = previous_[at]) {
+            if (signatures_[at] & outside_signature) continue;  // a limit of theirs is not one of key's
             const Key& theirs = key_at(at);
             if (!cheaper(at) || !same_frame(theirs, key, store)) continue;
             if (within_limits(theirs, shape, blocked, store)) return at;
@@ -51,16 +58,25 @@ class Frames {
         return -1;
     }
 
-    void clear() {
-        newest_.clear();
-        previous_.clear();
-    }
-    size_t bytes() const { return previous_.capacity() * 4 + newest_.size() * 32; }
+    size_t bytes() const { return previous_.capacity() * 4 + signatures_.capacity() * 8 + newest_.size() * 32; }
 
    private:
     static constexpr uint32_t NONE = UINT32_MAX;
     std::unordered_map<uint64_t, uint32_t> newest_;  // a frame's hash -> its newest record
     std::vector<uint32_t> previous_;                 // per record: the previous one of its frame's hash
+    std::vector<uint64_t> signatures_;               // per record: signature(its key)
+
+    // The limits folded into a word: part k's outside nodes rotated by 7k, the blocked
+    // pairs by 29, every word of each or-ed together. An element always lands on the same
+    // bit, so limits that are a subset of others have a signature that is a subset of theirs.
+    static uint64_t signature(const Key& key, const Store<W>& store) {
+        uint64_t folded = 0;
+        IdSpan<MaskId> shape = store.masks_of(key.masks());
+        for (size_t k = 1; k < shape.size(); k += 2)
+            for (uint64_t word : store.mask(shape[k]).w) folded |= std::rotl(word, static_cast<int>(7 * (k / 2) % 64));
+        for (uint64_t word : store.bigmask(key.blocked())) folded |= std::rotl(word, 29);
+        return folded;
+    }
 
     // Hashes the frame's values (item and mask ids, which a collection of the store keeps),
     // not its sequences' ids (which it renumbers).

@@ -127,7 +127,8 @@ class LinkKeys {
                                 blocked);
     }
 
-    // search/linking.py's route: hash((head, blocked, *masks, *item masks)) % shards
+    // search/linking.py's route: hash((head, *masks, *item masks)) % shards, of a lean key
+    // its frame's masks (the shape's unions)
     int route(const Key& key, int shards) const {
         if (shards == 1) return 0;
         const Store<W>& s = store_;
@@ -143,13 +144,8 @@ class LinkKeys {
             if (key.lean()) head.add(mask_hash(key.held()));
             h.add(head.finish());
         }
-        if (key.lean()) {
-            auto words = s.bigmask(key.blocked());
-            h.add(python_int_hash(words.data(), words.size()));
-        } else {
-            h.add(0);
-        }
-        for (MaskId m : s.masks_of(key.masks())) h.add(mask_hash(m));
+        IdSpan<MaskId> masks = s.masks_of(key.masks());
+        for (size_t k = 0; k < masks.size(); k += key.lean() ? 2 : 1) h.add(mask_hash(masks[k]));
         for (ItemId item : s.items_of(key.items())) h.add(mask_hash(s.items[item].members));
         return python_mod(h.finish(), shards);
     }

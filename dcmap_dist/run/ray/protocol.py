@@ -138,6 +138,7 @@ class StepReport:
     notices: list[int] = field(default_factory=list)  # records it found dominated
     received: int = 0  # completions taken in
     sent: list[int] = field(default_factory=list)  # completions sent to each destination
+    sent_bounds: list[float] = field(default_factory=list)  # the least bound of the branches sent to each
     bytes: int = 0  # of the batches sent
     busy: float = 0.0  # seconds spent in steps, all steps
     cpu: float = 0.0  # CPU seconds of the worker's process since the search began

@@ -31,12 +31,14 @@ class Reports:
         self.histories: dict[int, Histories] = {}  # every history the final entry reaches, once finished
 
     def least_bound(self) -> float:
-        """The least bound of every open branch as last reported (progress figures); the
+        """The least bound of every open branch as last reported (progress figures), and of
+        every branch sent to a worker since (:meth:`WorkerSlot.unreported_bound`); the
         root's bound for a worker that holds branches and has reported none yet."""
         search = self.search
         bounds = [s.report.least_bound if s.report.least_bound is not None else self.root_bound
                   for s in search.slots if s.report.least_bound is not None or s.report.open_branches]
         bounds += [b.bound for slot in search.slots for b in slot.hand]
+        bounds += [slot.unreported_bound() for slot in search.slots]
         return min([*bounds, search.engine.least_bound(), search.engine.g_min])
 
     def exact_least_bound(self) -> float:

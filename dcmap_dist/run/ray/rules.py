@@ -48,7 +48,8 @@ def deliver(slots: list[WorkerSlot], arrivals: list[Arrival], problem: Problem,
     for key, branch in arrivals:
         owned.setdefault(route(key, len(slots)), []).append((key, branch))
     for owner, batch in owned.items():
-        slots[owner].inbox.append(batches.encode(batch, problem.topo.n, batches.codes_fit(problem), dumps))
+        slots[owner].receive(batches.encode(batch, problem.topo.n, batches.codes_fit(problem), dumps),
+                             min(branch.bound for _, branch in batch))
 
 
 def next_order(slot: WorkerSlot, *, g_min: float, iterations: int, elapsed: float, seconds: float,
@@ -66,7 +67,8 @@ def next_order(slot: WorkerSlot, *, g_min: float, iterations: int, elapsed: floa
                       destinations=destinations, bound=bound, expansions=expansions)
     inbox = slot.inbox
     slot.reserved = allowance or 0
-    slot.inbox, slot.hand, slot.unheard = [], [], []
+    slot.fed_bounds.append(slot.waiting_bound)
+    slot.inbox, slot.hand, slot.unheard, slot.waiting_bound = [], [], [], math.inf
     return order, inbox
 
 
@@ -101,6 +103,7 @@ def take_step(engine: Engine, order: StepOrder, arrived: Sequence[bytes], start:
         open_branches=engine.open_count(), link_records=engine.link_records, least_bound=lower,
         g_min=engine.g_min, improvements=engine.take_improvements(), notices=engine.take_notices(),
         received=received, sent=[rows_in(batch) for batch in out], bytes=sum(len(b) for b in out),
+        sent_bounds=[batches.least_bound(batch, engine.problem.topo.n) for batch in out],
         memory_mb=watch.peak_memory_mb)
     return report, out
 
@@ -113,8 +116,12 @@ def take_in(slots: list[WorkerSlot], i: int, report: StepReport, outgoing: Seque
     destination) into the inboxes of their owners with the table sharded, else
     returned, for the coordinator's table."""
     slot = slots[i]
-    if report.least_bound is None:  # not asked this step: keep the last one known
+    taken = slot.fed_bounds.pop(0) if slot.fed_bounds else math.inf  # the batches this step took in
+    if report.least_bound is None:  # not asked this step: keep the last one known, and what it took in
         report.least_bound = slot.report.least_bound
+        slot.carried_bound = min(slot.carried_bound, taken)
+    else:  # its open set now: it covers all it took in
+        slot.carried_bound = math.inf
     slot.report = report
     slot.memory_mb = report.memory_mb
     totals.steps += 1
@@ -126,7 +133,7 @@ def take_in(slots: list[WorkerSlot], i: int, report: StepReport, outgoing: Seque
     for j, count in enumerate(report.sent):
         if count:
             if sharded:
-                slots[j].inbox.append(outgoing[j])
+                slots[j].receive(outgoing[j], report.sent_bounds[j])
                 slots[j].sources.add(i)
             else:
                 arrivals.append(outgoing[j])

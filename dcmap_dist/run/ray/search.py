@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from ...limits import Limits, StopReason, Stopwatch, memory_mb
+from ...search.batches import least_bound
 from ...search.engine import Engine, new_engine
 from ...search.state import Improvement, Resumption, SearchState
 from .crew import Crew
@@ -69,8 +70,12 @@ class Search:
         self.engine.restore(own, g_min=g_min)
         crew.load(spec, self.sharded, self.owners, seconds)
         self.owners += crew.size
-        self.slots = [WorkerSlot(actor, report, inbox=list(batches), unheard=list(notices))
-                      for actor, report, batches, notices in zip(crew.actors, reports, inbox, unheard)]
+        self.slots = [WorkerSlot(actor, report, unheard=list(notices))
+                      for actor, report, notices in zip(crew.actors, reports, unheard)]
+        n = self.engine.problem.topo.n
+        for slot, held in zip(self.slots, inbox):
+            for batch in held:
+                slot.receive(batch, least_bound(batch, n))
         self.iterations = iterations
         self.trace = list(trace)
         self.totals = totals

@@ -6,6 +6,7 @@ turns (:mod:`.turns`) start and take in the steps."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,24 @@ class WorkerSlot:
     heard: float = 0.0  # when it last answered, or was given a step while idle (perf_counter)
     sources: set[int] = field(default_factory=set)  # workers whose batches wait in its inbox as Ray references
     fed: list[set[int]] = field(default_factory=list)  # for each running step, the workers whose batches it takes
+    # the least bound over the branches it has been sent and has not yet reported a least bound
+    # after taking in: those in its inbox, those each running step takes, those of ended steps
+    waiting_bound: float = math.inf
+    fed_bounds: list[float] = field(default_factory=list)
+    carried_bound: float = math.inf
+
+    def receive(self, batch: Any, bound: float) -> None:
+        """A batch (a Ray reference or bytes) whose branches' least bound is ``bound`` into
+        its inbox, for its next step."""
+        self.inbox.append(batch)
+        self.waiting_bound = min(self.waiting_bound, bound)
+
+    def unreported_bound(self) -> float:
+        """The least bound over the branches sent to it that its reports do not cover yet:
+        a worker's least bound is asked now and then (its last one is kept between), and
+        a branch in flight is in no worker's open set, so without these a bound read from
+        the reports could pass a branch on its way and claim more than is proven."""
+        return min([self.waiting_bound, self.carried_bound, *self.fed_bounds])
 
     def has_work(self) -> bool:
         """Whether it holds open branches or has arrivals or branches waiting for it."""

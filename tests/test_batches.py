@@ -82,8 +82,25 @@ def test_shards_exchanging_batches_search_as_shards_exchanging_objects(seed, mod
         NativeEngine = native_engine()
         natively = []
         assert shards([NativeEngine, NativeEngine], network, cost, scheme, link_key, "batches", natively) == expected
-        assert natively == written  # the same bytes, batch by batch
+        n = len(network.nodes)
+        assert [[same_batch(x, y, n) for x, y in zip(*pair)] for pair in zip(natively, written)] == \
+            [[True] * len(out) for out in written]
         assert shards([NativeEngine, Explorer], network, cost, scheme, link_key, "batches") == expected
+
+
+def same_batch(native: bytes, python: bytes, n: int) -> bool:
+    """Whether two batches are the same bytes, but for a user model's pickled messages,
+    which need only be equal values: a Python problem may hold messages that share parts
+    (one frozenset in two of them), which pickle writes once where the native engine's
+    copies are written twice (the CRC differs with them)."""
+    if native == python:
+        return True
+    a, b = batches._Reader(native, n), batches._Reader(python, n)
+    if not (a.pickled and b.pickled and a.end == b.end):
+        return False
+    body = batches.CHECKED_FROM  # the CRC is before it
+    return (a.view[:body - 4] == b.view[:body - 4] and a.view[body:a.end] == b.view[body:b.end]
+            and pickle.loads(a.view[a.end:]) == pickle.loads(b.view[b.end:]))
 
 
 def outgoing(model, seed: int = 7) -> tuple[Problem, list]:

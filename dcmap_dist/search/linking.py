@@ -16,7 +16,7 @@ record. Every arrival at a key is decided by the table that owns the key:
   docs/search.md, "Dominance by fewer limits"): whatever it can still do, that record's
   branch does for less.
 
-The table can be split into shards by :func:`route` (a digest of the key's frame's masks:
+The table can be split into shards by :func:`route` (a digest of the key's masks:
 stable across processes, since keys hold only ints and the cost model's
 messages, and the digest reads only the ints). A digest only routes a key;
 equality is decided by the shard's dict, exactly. Each record keeps the histories of the
@@ -38,17 +38,15 @@ NEW, CHEAPER, TIE, WORSE = "new", "cheaper", "tie", "worse"
 
 def route(key: tuple, shards: int) -> int:
     """The shard that owns ``key``: a digest of its masks (never of its messages,
-    whose hashes may differ between processes), of a ``lean`` key those of its frame
-    (:func:`~.keys.frame_and_limits`), so that the owner of a key holds every record that
-    may dominate it by fewer limits. Deterministic across processes."""
+    whose hashes may differ between processes). Deterministic across processes."""
     if shards == 1:
         return 0
     if len(key) == 4:  # lean: (head, cluster-layers, (union, outside, ...), blocked pairs as bits)
-        head, items, shape, _ = key
-        masks = shape[0::2]  # its frame's: keys that differ in their limits alone meet at one owner
+        head, items, masks, blocked = key
     else:  # full: (head, component masks, cluster-layers)
         head, masks, items = key
-    return hash((head, *masks, *[item[0] for item in items])) % shards
+        blocked = 0
+    return hash((head, blocked, *masks, *[item[0] for item in items])) % shards
 
 
 class Entry:

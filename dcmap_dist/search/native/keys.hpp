@@ -127,8 +127,7 @@ class LinkKeys {
                                 blocked);
     }
 
-    // search/linking.py's route: hash((head, *masks, *item masks)) % shards, of a lean key
-    // its frame's masks (the shape's unions)
+    // search/linking.py's route: hash((head, blocked, *masks, *item masks)) % shards
     int route(const Key& key, int shards) const {
         if (shards == 1) return 0;
         const Store<W>& s = store_;
@@ -144,8 +143,13 @@ class LinkKeys {
             if (key.lean()) head.add(mask_hash(key.held()));
             h.add(head.finish());
         }
-        IdSpan<MaskId> masks = s.masks_of(key.masks());
-        for (size_t k = 0; k < masks.size(); k += key.lean() ? 2 : 1) h.add(mask_hash(masks[k]));
+        if (key.lean()) {
+            auto words = s.bigmask(key.blocked());
+            h.add(python_int_hash(words.data(), words.size()));
+        } else {
+            h.add(0);
+        }
+        for (MaskId m : s.masks_of(key.masks())) h.add(mask_hash(m));
         for (ItemId item : s.items_of(key.items())) h.add(mask_hash(s.items[item].members));
         return python_mod(h.finish(), shards);
     }

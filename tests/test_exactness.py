@@ -327,7 +327,7 @@ class Witness(Explorer):
                 self.wrong.append(f"{where}, layer {branch.layer}: {len(mine - theirs)} completions only "
                                   f"the arrival has, {len(theirs - mine)} only the record")
         elif within(branch.cost, self.ceiling):
-            cheaper = self.shard.fewer_limits(key, branch.cost)
+            cheaper = self.shard.fewer_limits(frame_and_limits(key), branch.cost)
             if cheaper is not None:
                 slack = self.ceiling - branch.cost + 1e-6
                 mine = Counter({k: n for k, n in completions(self.problem, branch, self.ceiling).items()
@@ -411,7 +411,7 @@ def test_the_comparison_catches_dominance_that_ignores_a_limit(monkeypatch, drop
     cannot make, and the witnesses of the test above find them."""
     from dcmap_dist.search import linking
 
-    def ignoring(key):
+    def ignoring(key):  # the searches' keys are lean
         frame, outsides, blocked = frame_and_limits(key)
         return (frame, (0,) * len(outsides), blocked) if dropped == "outsides" else (frame, outsides, 0)
 

@@ -149,11 +149,14 @@ def key_parts(key: tuple) -> list[tuple[int, tuple]]:
     return [(shape[k + 1], tuple([item for item in items if item[0] & shape[k]])) for k in range(0, len(shape), 2)]
 
 
-def frame_and_limits(key: tuple) -> tuple[tuple, tuple, int]:
+def frame_and_limits(key: tuple) -> tuple[tuple, tuple, int] | None:
     """A ``lean`` key split in two (docs/search.md, "Dominance by fewer limits"): its
     *frame* ``(head, cluster-layers, unions)``, what a future's costs and proposals read,
     and its *limits*: each part's ``outside`` (the placed nodes a joiner may not descend
     to) and the blocked pairs. Of two keys with one frame, the one whose limits are each
-    a subset of the other's can complete in every way the other can, at the same costs."""
+    a subset of the other's can complete in every way the other can, at the same costs.
+    None for a ``full`` key, which has no limits apart."""
+    if len(key) != 4:
+        return None
     head, items, shape, blocked = key
     return (head, items, shape[0::2]), shape[1::2], blocked

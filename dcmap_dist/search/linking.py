@@ -91,20 +91,22 @@ class LinkShard:
         self.entries, self.histories = entries, histories
         self._frames = {}
         for key, entry in entries.items():
-            self._index(key, entry)
+            self._index(frame_and_limits(key), entry)
 
-    def _index(self, key: tuple, entry: Entry) -> None:
-        if len(key) == 4:  # lean
-            frame, outsides, blocked = frame_and_limits(key)
+    def _index(self, split: tuple[tuple, tuple, int] | None, entry: Entry) -> None:
+        """Index the entry of a key split by :func:`~.keys.frame_and_limits` (None: not lean)."""
+        if split is not None:
+            frame, outsides, blocked = split
             self._frames.setdefault(frame, []).append((outsides, blocked, entry))
 
-    def fewer_limits(self, key: tuple, cost: float) -> Entry | None:
-        """The newest entry whose key has ``key``'s frame and limits each a subset of its
-        limits, at a cost strictly below ``cost`` (it dominates an arrival at ``key`` of
-        that cost); None if there is none (or the key is not lean)."""
-        if len(key) != 4:
+    def fewer_limits(self, split: tuple[tuple, tuple, int] | None, cost: float) -> Entry | None:
+        """The newest entry of the frame of a key split by :func:`~.keys.frame_and_limits`
+        whose limits are each a subset of the key's, at a cost strictly below ``cost`` (it
+        dominates an arrival at the key of that cost); None if there is none (or the key
+        is not lean: ``split`` None)."""
+        if split is None:
             return None
-        frame, outsides, blocked = frame_and_limits(key)
+        frame, outsides, blocked = split
         group = self._frames.get(frame)
         if group is None:
             return None
@@ -128,14 +130,15 @@ class LinkShard:
                     return TIE, entry.record, None
                 return WORSE, entry.record, None
             dominated = entry.record
-        cheaper = self.fewer_limits(key, cost)
+        split = frame_and_limits(key)
+        cheaper = self.fewer_limits(split, cost)
         if cheaper is not None:
             return WORSE, cheaper.record, None
         self._serial += 1
         record = record_id(self.owner, self._serial)
         if entry is None:
             entry = self.entries[key] = Entry(cost, record)
-            self._index(key, entry)
+            self._index(split, entry)
         else:  # the same object stays indexed by its frame
             entry.best, entry.record = cost, record
         self.histories.add(record, history(iteration, trail))

@@ -20,7 +20,7 @@ from ...search import batches
 from ...search.engine import share_state
 from ...search.problem import Problem
 from ...search.state import SearchState
-from .crew import INTERRUPTED_SECONDS, POLL_SECONDS, WorkerSilent
+from .crew import INTERRUPTED_SECONDS, POLL_SECONDS
 from .exchange import Exchange
 from .protocol import LOOKUPS, Snapshot, StepReport, WorkersLost
 from .search import Search

@@ -24,31 +24,45 @@ namespace dcmap {
 template <int W>
 class Frames {
    public:
-    // Index the record at `position` (the next one: positions come in order), of `key`.
-    void add(size_t position, const Key& key, const Store<W>& store) {
+    // What the index reads of a key, worked out once per arrival: its frame's hash and its
+    // limits' signature (a full key has neither).
+    struct Probe {
+        bool lean = false;
+        uint64_t hash = 0;
+        uint64_t signature = 0;
+    };
+    static Probe probe(const Key& key, const Store<W>& store) {
+        if (!key.lean()) return {};
+        return {true, frame_hash(key, store), signature(key, store)};
+    }
+
+    // Index the record at `position` (the next one: positions come in order), of a key
+    // whose probe is `p`.
+    void add(size_t position, const Probe& p) {
         if (previous_.size() != position) throw std::logic_error("a link record indexed out of order");
-        if (!key.lean()) {
+        if (!p.lean) {
             previous_.push_back(NONE);
             signatures_.push_back(0);
             return;
         }
-        uint32_t& newest = newest_.try_emplace(frame_hash(key, store), NONE).first->second;
+        uint32_t& newest = newest_.try_emplace(p.hash, NONE).first->second;
         previous_.push_back(newest);
-        signatures_.push_back(signature(key, store));
+        signatures_.push_back(p.signature);
         newest = static_cast<uint32_t>(position);
     }
 
-    // The newest position p, among the records of `key`'s frame, for which `cheaper(p)` holds
-    // and whose limits are each a subset of `key`'s; -1 if none (or `key` is not lean).
-    // `key_at(p)` is the key of the record at p.
+    // The newest position q, among the records of the frame of `key` (whose probe is `p`),
+    // for which `cheaper(q)` holds and whose limits are each a subset of `key`'s; -1 if
+    // none (or `key` is not lean). `key_at(q)` is the key of the record at q.
     template <class KeyAt, class Cheaper>
-    int64_t fewer_limits(const Key& key, const Store<W>& store, KeyAt&& key_at, Cheaper&& cheaper) const {
-        if (!key.lean()) return -1;
-        auto found = newest_.find(frame_hash(key, store));
+    int64_t fewer_limits(const Key& key, const Probe& p, const Store<W>& store, KeyAt&& key_at,
+                         Cheaper&& cheaper) const {
+        if (!p.lean) return -1;
+        auto found = newest_.find(p.hash);
         if (found == newest_.end()) return -1;
         IdSpan<MaskId> shape = store.masks_of(key.masks());
         std::span<const uint64_t> blocked = store.bigmask(key.blocked());
-        const uint64_t outside_signature = ~signature(key, store);
+        const uint64_t outside_signature = ~p.signature;
         for (uint32_t at = found->second; at != NONE; at = previous_[at]) {
             if (signatures_[at] & outside_signature) continue;  // a limit of theirs is not one of key's
             const Key& theirs = key_at(at);

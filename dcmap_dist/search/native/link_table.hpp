@@ -50,13 +50,14 @@ class LinkShard {
             }
             dominated = entry->record;
         }
+        const typename Frames<W>::Probe probe = Frames<W>::probe(key, store);
         int64_t cheaper = frames_.fewer_limits(
-            key, store, [&](uint32_t at) -> const Key& { return entries_.key(at); },
+            key, probe, store, [&](uint32_t at) -> const Key& { return entries_.key(at); },
             [&](uint32_t at) { return !within(cost, entries_.value(at).best); });
         if (cheaper >= 0) return {Settled::WORSE, entries_.value(static_cast<size_t>(cheaper)).record, -1};
         int64_t record = record_id(owner_, ++serial_);
         entries_.at(key, Entry{cost, record}) = Entry{cost, record};
-        if (entry == nullptr) frames_.add(entries_.size() - 1, key, store);
+        if (entry == nullptr) frames_.add(entries_.size() - 1, probe);
         histories_.add(record, history(iteration, link, joins, store));
         return {dominated < 0 ? Settled::NEW : Settled::CHEAPER, record, dominated};
     }
@@ -65,7 +66,7 @@ class LinkShard {
     void load(const Key& key, Entry entry, const Store<W>& store) {
         size_t before = entries_.size();
         entries_.at(key, entry) = entry;
-        if (entries_.size() > before) frames_.add(before, key, store);
+        if (entries_.size() > before) frames_.add(before, Frames<W>::probe(key, store));
     }
 
     const Entry* find(const Key& key) const { return entries_.find(key); }

@@ -65,10 +65,13 @@ def next_order(slot: WorkerSlot, *, g_min: float, iterations: int, elapsed: floa
                       local_iterations=own, elapsed=elapsed, seconds=seconds if expansions is None else math.inf,
                       limits=limits, max_iterations=None if allowance is None else own + allowance,
                       destinations=destinations, bound=bound, expansions=expansions)
-    inbox = slot.inbox
+    # by sender (the coordinator first), as the model of many workers delivers them, not in
+    # the order the senders' steps happened to end: which of two rival arrivals is settled
+    # first decides how many are stopped (dominance by fewer limits)
+    inbox = [slot.inbox[k] for k in sorted(range(len(slot.inbox)), key=slot.inbox_from.__getitem__)]
     slot.reserved = allowance or 0
     slot.fed_bounds.append(slot.waiting_bound)
-    slot.inbox, slot.hand, slot.unheard, slot.waiting_bound = [], [], [], math.inf
+    slot.inbox, slot.inbox_from, slot.hand, slot.unheard, slot.waiting_bound = [], [], [], [], math.inf
     return order, inbox
 
 
@@ -133,7 +136,7 @@ def take_in(slots: list[WorkerSlot], i: int, report: StepReport, outgoing: Seque
     for j, count in enumerate(report.sent):
         if count:
             if sharded:
-                slots[j].receive(outgoing[j], report.sent_bounds[j])
+                slots[j].receive(outgoing[j], report.sent_bounds[j], i)
                 slots[j].sources.add(i)
             else:
                 arrivals.append(outgoing[j])

@@ -59,11 +59,13 @@ class WorkerSlot:
     waiting_bound: float = math.inf
     fed_bounds: list[float] = field(default_factory=list)
     carried_bound: float = math.inf
+    inbox_from: list[int] = field(default_factory=list)  # for each batch in its inbox, the worker that sent it
 
-    def receive(self, batch: Any, bound: float) -> None:
-        """A batch (a Ray reference or bytes) whose branches' least bound is ``bound`` into
-        its inbox, for its next step."""
+    def receive(self, batch: Any, bound: float, source: int = -1) -> None:
+        """A batch (a Ray reference or bytes) whose branches' least bound is ``bound``, sent
+        by worker ``source`` (-1: the coordinator), into its inbox, for its next step."""
         self.inbox.append(batch)
+        self.inbox_from.append(source)
         self.waiting_bound = min(self.waiting_bound, bound)
 
     def unreported_bound(self) -> float:

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,8 +52,9 @@ def test_a_full_disk_during_a_checkpoint_writes_the_result_and_resumes(tmp_path)
     checkpointed every half second into an 80 MiB tmpfs (a write needs room for the two
     generations before it: one is refused),
     or a simulated ENOSPC on its second generation where no tmpfs can be mounted): exit code 6, the fault named,
-    the best mapping in the result file (on another disk), no partial generation left;
-    resume goes on from the last complete generation without any cleaning by hand."""
+    the best mapping in the result file (on another disk), no partial generation left; a resume
+    onto the still full disk is refused its checkpoint the same way; once space is freed, resume
+    goes on from the last complete generation without any cleaning by hand."""
     ck, out = tmp_path / "ck", tmp_path / "result.json"
     with small_disk(ck, "80m") as mounted:
         env = {} if mounted else {FAULT_VARIABLE: "enospc:2"}
@@ -65,6 +67,10 @@ def test_a_full_disk_during_a_checkpoint_writes_the_result_and_resumes(tmp_path)
         assert data["stop_reason"] == "checkpoint_failed" and not data["proven_optimal"] and data["solutions"]
         assert not list(ck.glob(".*.tmp")) and generations(ck)
         if mounted:  # still full: the resume searches, and is refused its checkpoint again
+            # the disk is shrunk to what it holds and 4 MiB: a generation of the resumed search, at least
+            # the size of the one it resumes (tens of MiB), cannot fit, however far the search grew
+            used = shutil.disk_usage(ck).used
+            subprocess.run(["mount", "-o", f"remount,size={used // 1024 + 4096}k", str(ck)], check=True)
             # 5 s: reading the checkpoint back counts, and on a loaded machine 2 s were spent before the
             # search began (then no write is tried: exit 3)
             full = dcmap("resume", str(ck), "--time-limit", "5", "-o", str(tmp_path / "full.json"), "--quiet")

@@ -302,8 +302,10 @@ def completions(problem: Problem, branch, g_min: float) -> Counter:
 class Witness(Explorer):
     """An explorer that, at every arrival at an existing record, compares the arriving
     branch's completions with the recording branch's (within ``g_min``); at every arrival
-    that a cheaper record of its frame with fewer limits dominates, checks that each of
-    the arrival's completions is one of that record's, adding the same cost."""
+    that a cheaper record of its frame with fewer limits dominates, and at every older
+    record of its frame with more limits that a new record dominates, checks that each
+    completion of the dominated branch is one of the dominating record's, adding the same
+    cost."""
 
     def __init__(self, problem: Problem, g_min: float) -> None:
         super().__init__(problem, owner=0)
@@ -326,23 +328,30 @@ class Witness(Explorer):
             if mine != theirs:
                 self.wrong.append(f"{where}, layer {branch.layer}: {len(mine - theirs)} completions only "
                                   f"the arrival has, {len(theirs - mine)} only the record")
-        elif within(branch.cost, self.ceiling):
-            cheaper = self.shard.fewer_limits(frame_and_limits(key), branch.cost)
+        dearer = []
+        if within(branch.cost, self.ceiling) and (entry is None or not within(entry.best, branch.cost)):
+            cheaper, dearer = self.shard.rivals(frame_and_limits(key), branch.cost, entry, self.dominated)
             if cheaper is not None:
-                slack = self.ceiling - branch.cost + 1e-6
-                mine = Counter({k: n for k, n in completions(self.problem, branch, self.ceiling).items()
-                                if k[1] <= slack})
-                theirs = completions(self.problem, self.recorded[cheaper.record], self.ceiling)
-                self.compared["fewer limits"] += 1
-                if mine - theirs:
-                    self.wrong.append(f"fewer limits, layer {branch.layer}: {len(mine - theirs)} completions "
-                                      f"only the dominated arrival has")
+                self.dominates(cheaper.record, branch, "fewer limits")
         before = entry.record if entry is not None else None  # a cheaper arrival renews the entry in place
         survivor = super().offer(key, branch)
         now = self.shard.entries.get(key)
         if now is not None and now.record != before:  # this branch made the record
             self.recorded[now.record] = branch
+            for record in dearer:  # the older records of its frame it dominates
+                self.dominates(now.record, self.recorded[record], "more limits")
         return survivor
+
+    def dominates(self, record: int, branch, how: str) -> None:
+        """Check that each completion of ``branch`` (within ``G_min``) is one of the
+        completions of the branch that made ``record``, adding the same cost."""
+        slack = self.ceiling - branch.cost + 1e-6
+        mine = Counter({k: n for k, n in completions(self.problem, branch, self.ceiling).items() if k[1] <= slack})
+        theirs = completions(self.problem, self.recorded[record], self.ceiling)
+        self.compared[how] += 1
+        if mine - theirs:
+            self.wrong.append(f"{how}, layer {branch.layer}: {len(mine - theirs)} completions only the "
+                              f"dominated branch has")
 
 
 @pytest.mark.parametrize("key", ["lean", "full"])
@@ -396,12 +405,16 @@ def fewer_limits_witnessed() -> Counter:
         found.update(witness.compared)
         found["wrong"] += len(witness.wrong)
         found["seeds"] += bool(witness.wrong)
+        for how in ("fewer limits", "more limits"):
+            found[f"seeds wrong by {how}"] += any(w.startswith(how) for w in witness.wrong)
     return found
 
 
-def test_an_arrival_dominated_by_fewer_limits_has_no_completion_its_record_has_not():
+def test_a_branch_dominated_by_fewer_limits_has_no_completion_its_dominator_has_not():
+    """Both ways: an arrival that an older record dominates, and an older record that a
+    new one dominates."""
     found = fewer_limits_witnessed()
-    assert found["wrong"] == 0 and found["fewer limits"] > 150, found
+    assert found["wrong"] == 0 and found["fewer limits"] > 150 and found["more limits"] > 200, found
 
 
 @pytest.mark.parametrize("dropped", ["outsides", "blocked"])
@@ -418,3 +431,23 @@ def test_the_comparison_catches_dominance_that_ignores_a_limit(monkeypatch, drop
     monkeypatch.setattr(linking, "frame_and_limits", ignoring)
     found = fewer_limits_witnessed()
     assert found["seeds"] >= 2, found
+
+
+def test_the_comparison_catches_a_new_record_dominating_whatever_the_limits(monkeypatch):
+    """A new record that marks every strictly dearer record of its frame dominated,
+    whatever their limits, stops branches whose completions it cannot make, and the
+    witnesses find them."""
+    from dcmap_dist.search.linking import LinkShard
+
+    real = LinkShard.rivals
+
+    def careless(self, split, cost, own, dominated):
+        cheaper, dearer = real(self, split, cost, own, dominated)
+        if cheaper is None and split is not None:
+            dearer = [entry.record for _, _, entry in reversed(self._frames.get(split[0], ()))
+                      if not within(entry.best, cost) and entry is not own and entry.record not in dominated]
+        return cheaper, dearer
+
+    monkeypatch.setattr(LinkShard, "rivals", careless)
+    found = fewer_limits_witnessed()
+    assert found["seeds wrong by more limits"] >= 5, found

@@ -232,14 +232,14 @@ def test_a_records_histories_are_kept_in_order_and_read_back():
     record = shard.entries[("key",)].record
     copy = shard.lookup({record})[record]
     for iteration, trail in enumerate(trails[1:], 11):
-        assert shard.settle(("key",), 4.0, trail, iteration) == (TIE, record, None)
-    assert shard.settle(("key",), 4.5, (None, 9), 20) == (WORSE, record, None)
+        assert shard.settle(("key",), 4.0, trail, iteration) == (TIE, record, [])
+    assert shard.settle(("key",), 4.5, (None, 9), 20) == (WORSE, record, [])
     assert [history_fields(data) for data in histories_of(shard.histories[record])] == list(enumerate(trails, 10))
     assert histories_of(copy) == [first_history(shard.histories[record])]
     assert shard.lookup({record, 12345}) == {record: shard.histories[record]}  # only the records it holds
     assert history_fields(first_history(shard.histories[record])) == (10, trails[0])
     outcome, newer, dominated = shard.settle(("key",), 3.0, (None, 2), 30)
-    assert (outcome, dominated) == (CHEAPER, record) and histories_of(shard.histories[newer]) == \
+    assert (outcome, dominated) == (CHEAPER, [record]) and histories_of(shard.histories[newer]) == \
         [first_history(shard.histories[newer])]
     # a tie through this record counts once per history of every record on its way
     shard.settle(("other",), 1.0, (None,), 31)

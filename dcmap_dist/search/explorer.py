@@ -97,13 +97,13 @@ class Explorer:
         """Settle a branch at ``key`` in this explorer's shard; the branch linked (advanced
         to its next layer if it completed one) if it goes on, else None (tied, worse, or
         complete)."""
-        outcome, record, dominated = self.shard.settle(key, branch.cost, branch.trail, self.stamp())
-        if dominated is not None:
-            self.dominated.add(dominated)
+        outcome, record, dominated = self.shard.settle(key, branch.cost, branch.trail, self.stamp(), self.dominated)
+        for old in dominated:
+            self.dominated.add(old)
             if self.notify:
-                self.notices.append(dominated)
+                self.notices.append(old)
             if self.log is not None:
-                self.log.superseded(dominated, self._arriving)
+                self.log.superseded(old, self._arriving)
         if outcome not in (NEW, CHEAPER):
             return None
         if key == self.final_key:

@@ -16,6 +16,10 @@ record. Every arrival at a key is decided by the table that owns the key:
   docs/search.md, "Dominance by fewer limits"): whatever it can still do, that record's
   branch does for less.
 
+A record made (``new`` or ``cheaper``) in turn dominates the older records of its frame
+whose limits each include its own and which are strictly dearer: they are marked
+dominated as a record replaced by a cheaper arrival is.
+
 The table can be split into shards by :func:`route` (a digest of the key's masks:
 stable across processes, since keys hold only ints and the cost model's
 messages, and the digest reads only the ints). A digest only routes a key;
@@ -25,13 +29,13 @@ branches that reached it at its best cost (:mod:`dcmap_dist.search.histories`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 from .histories import Histories, HistoryTable, history, record_id
 from .keys import frame_and_limits
 from .tolerance import within
 
-__all__ = ["CHEAPER", "NEW", "TIE", "WORSE", "Entry", "LinkShard", "route"]
+__all__ = ["CHEAPER", "NEW", "TIE", "WORSE", "Entry", "LinkShard", "limits_within", "route"]
 
 NEW, CHEAPER, TIE, WORSE = "new", "cheaper", "tie", "worse"
 
@@ -47,6 +51,12 @@ def route(key: tuple, shards: int) -> int:
         head, masks, items = key
         blocked = 0
     return hash((head, blocked, *masks, *[item[0] for item in items])) % shards
+
+
+def limits_within(outsides: tuple, blocked: int, their_outsides: tuple, their_blocked: int) -> bool:
+    """Whether the limits ``outsides`` (each part's outside mask) and ``blocked`` are each a
+    subset of ``their_outsides`` and ``their_blocked`` (keys of one frame)."""
+    return not blocked & ~their_blocked and all(not mine & ~theirs for mine, theirs in zip(outsides, their_outsides))
 
 
 class Entry:
@@ -99,41 +109,49 @@ class LinkShard:
             frame, outsides, blocked = split
             self._frames.setdefault(frame, []).append((outsides, blocked, entry))
 
-    def fewer_limits(self, split: tuple[tuple, tuple, int] | None, cost: float) -> Entry | None:
-        """The newest entry of the frame of a key split by :func:`~.keys.frame_and_limits`
-        whose limits are each a subset of the key's, at a cost strictly below ``cost`` (it
-        dominates an arrival at the key of that cost); None if there is none (or the key
-        is not lean: ``split`` None)."""
+    def rivals(self, split: tuple[tuple, tuple, int] | None, cost: float, own: Entry | None,
+               dominated: Container[int]) -> tuple[Entry | None, list[int]]:
+        """The records of the frame of a key split by :func:`~.keys.frame_and_limits` that
+        an arrival at the key of ``cost`` meets, newest first: the first whose limits are
+        each a subset of the key's, at a cost strictly below ``cost`` (it dominates the
+        arrival), else None and the records it would dominate if it made a record, those
+        whose limits each include the key's, at a cost strictly above, other than the
+        key's ``own`` entry and those already ``dominated``. (None and none if the key is
+        not lean: ``split`` None.)"""
         if split is None:
-            return None
+            return None, []
         frame, outsides, blocked = split
-        group = self._frames.get(frame)
-        if group is None:
-            return None
-        for their_outsides, their_blocked, entry in reversed(group):
-            if (not within(cost, entry.best) and not their_blocked & ~blocked
-                    and all(not theirs & ~mine for theirs, mine in zip(their_outsides, outsides))):
-                return entry
-        return None
+        dearer: list[int] = []
+        for their_outsides, their_blocked, entry in reversed(self._frames.get(frame, ())):
+            if not within(cost, entry.best):
+                if limits_within(their_outsides, their_blocked, outsides, blocked):
+                    return entry, []
+            elif (not within(entry.best, cost) and entry is not own and entry.record not in dominated
+                  and limits_within(outsides, blocked, their_outsides, their_blocked)):
+                dearer.append(entry.record)
+        return None, dearer
 
-    def settle(self, key: tuple, cost: float, trail: tuple, iteration: int) -> tuple[str, int, int | None]:
-        """Decide an arrival at ``key``: ``(outcome, record, dominated record)``. For
-        ``new`` and ``cheaper`` the record is the new one; for ``cheaper`` the third
-        item is the record it dominated; ties and worse arrivals return the existing one."""
+    def settle(self, key: tuple, cost: float, trail: tuple, iteration: int,
+               dominated: Container[int] = ()) -> tuple[str, int, list[int]]:
+        """Decide an arrival at ``key``: ``(outcome, record, records dominated)``. For
+        ``new`` and ``cheaper`` the record is the new one, and the records it dominates
+        are listed (for ``cheaper`` the key's old record first, then those of its frame
+        with more limits: :meth:`rivals`, skipping those in ``dominated``); ties and worse
+        arrivals return the existing one and none."""
         entry = self.entries.get(key)
-        dominated = None
+        replaced = []
         if entry is not None:
             if within(entry.best, cost):  # not cheaper
                 if within(cost, entry.best):
                     self.histories.add(entry.record, history(iteration, trail))
                     entry.best = min(entry.best, cost)
-                    return TIE, entry.record, None
-                return WORSE, entry.record, None
-            dominated = entry.record
+                    return TIE, entry.record, []
+                return WORSE, entry.record, []
+            replaced.append(entry.record)
         split = frame_and_limits(key)
-        cheaper = self.fewer_limits(split, cost)
+        cheaper, dearer = self.rivals(split, cost, entry, dominated)
         if cheaper is not None:
-            return WORSE, cheaper.record, None
+            return WORSE, cheaper.record, []
         self._serial += 1
         record = record_id(self.owner, self._serial)
         if entry is None:
@@ -142,7 +160,7 @@ class LinkShard:
         else:  # the same object stays indexed by its frame
             entry.best, entry.record = cost, record
         self.histories.add(record, history(iteration, trail))
-        return (NEW if dominated is None else CHEAPER), record, dominated
+        return (NEW if not replaced else CHEAPER), record, replaced + dearer
 
     def lookup(self, records: Iterable[int]) -> dict[int, Histories]:
         """The histories of those of ``records`` this shard holds (``bytes``, made as they

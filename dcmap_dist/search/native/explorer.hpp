@@ -101,13 +101,14 @@ class Explorer {
         typename LinkShard<W>::Decision d;
         {
             std::lock_guard<std::mutex> guard(histories_lock);
-            d = shard_->settle(key, branch.cost, branch.link, joins, static_cast<uint64_t>(stamp()), problem.store);
+            d = shard_->settle(key, branch.cost, branch.link, joins, static_cast<uint64_t>(stamp()), dominated_,
+                               problem.store);
         }
-        if (d.dominated >= 0) {
-            dominated_.add(d.dominated);
-            if (notify_) notices_.push_back(d.dominated);
+        for (int64_t old : d.dominated) {
+            dominated_.add(old);
+            if (notify_) notices_.push_back(old);
             if (log_) {
-                log_->dominated.push_back(d.dominated);
+                log_->dominated.push_back(old);
                 log_->arrived.push_back(arriving_ ? 1 : 0);
             }
         }

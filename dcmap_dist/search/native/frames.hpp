@@ -2,8 +2,9 @@
 // key's frame is the key without its limits (the outside masks of its shape, the blocked
 // pairs; search/keys.py's frame_and_limits), and an arrival whose limits include those of
 // a strictly cheaper record of its frame is dominated by it (docs/search.md, "Dominance by
-// fewer limits"). Records are named by their position in the link table (order of first
-// arrival); a frame's records are chained newest first, each with a signature of its
+// fewer limits"); a record made dominates the strictly dearer records of its frame whose
+// limits include its own. Records are named by their position in the link table (order of
+// first arrival); a frame's records are chained newest first, each with a signature of its
 // limits (a word in which a subset's bits are a subset's), which turns most records of
 // a chain away before their key is read.
 #pragma once
@@ -51,23 +52,36 @@ class Frames {
         newest = static_cast<uint32_t>(position);
     }
 
-    // The newest position q, among the records of the frame of `key` (whose probe is `p`),
-    // for which `cheaper(q)` holds and whose limits are each a subset of `key`'s; -1 if
-    // none (or `key` is not lean). `key_at(q)` is the key of the record at q.
-    template <class KeyAt, class Cheaper>
-    int64_t fewer_limits(const Key& key, const Probe& p, const Store<W>& store, KeyAt&& key_at,
-                         Cheaper&& cheaper) const {
+    // search/linking.py's LinkShard.rivals: among the records of the frame of `key` (whose
+    // probe is `p`), newest first, the first position q for which `cheaper(q)` holds and
+    // whose limits are each a subset of `key`'s (it dominates the arrival), else -1 with
+    // `dearer` given, in that order, every position q for which `dearer_at(q)` holds and
+    // whose limits each include `key`'s (the arrival's record would dominate them); -1 and
+    // none if `key` is not lean. `key_at(q)` is the key of the record at q.
+    template <class KeyAt, class Cheaper, class Dearer>
+    int64_t rivals(const Key& key, const Probe& p, const Store<W>& store, KeyAt&& key_at, Cheaper&& cheaper,
+                   Dearer&& dearer_at, std::vector<uint32_t>& dearer) const {
+        dearer.clear();
         if (!p.lean) return -1;
         auto found = newest_.find(p.hash);
         if (found == newest_.end()) return -1;
         IdSpan<MaskId> shape = store.masks_of(key.masks());
         std::span<const uint64_t> blocked = store.bigmask(key.blocked());
-        const uint64_t outside_signature = ~p.signature;
         for (uint32_t at = found->second; at != NONE; at = previous_[at]) {
-            if (signatures_[at] & outside_signature) continue;  // a limit of theirs is not one of key's
+            const bool fewer = (signatures_[at] & ~p.signature) == 0;  // theirs may be a subset of key's
+            const bool more = (p.signature & ~signatures_[at]) == 0;   // key's may be a subset of theirs
+            if (!fewer && !more) continue;
             const Key& theirs = key_at(at);
-            if (!cheaper(at) || !same_frame(theirs, key, store)) continue;
-            if (within_limits(theirs, shape, blocked, store)) return at;
+            if (!same_frame(theirs, key, store)) continue;
+            if (cheaper(at)) {
+                if (fewer && within_limits(theirs, shape, blocked, store)) {
+                    dearer.clear();  // no record is made: it dominates none
+                    return at;
+                }
+            } else if (more && dearer_at(at) &&
+                       within_limits(key, store.masks_of(theirs.masks()), store.bigmask(theirs.blocked()), store)) {
+                dearer.push_back(at);
+            }
         }
         return -1;
     }
@@ -119,6 +133,7 @@ class Frames {
     }
 
     // whether `theirs`'s outside masks and blocked pairs are each a subset of `shape`'s and `blocked`
+    // (another key's of the same frame)
     static bool within_limits(const Key& theirs, IdSpan<MaskId> shape, std::span<const uint64_t> blocked,
                               const Store<W>& store) {
         std::span<const uint64_t> their_blocked = store.bigmask(theirs.blocked());

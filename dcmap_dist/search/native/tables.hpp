@@ -242,6 +242,8 @@ class FlatMap {
     }
     V& value(size_t position) { return values_[position]; }
     const V& value(size_t position) const { return values_[position]; }
+    // the position of a value `find` gave
+    size_t position(const V* value) const { return static_cast<size_t>(value - values_.data()); }
     size_t bytes() const { return keys_.bytes() + values_.capacity() * sizeof(V); }
 
    private:

@@ -71,15 +71,16 @@ class Frames {
             const bool fewer = (signatures_[at] & ~p.signature) == 0;  // theirs may be a subset of key's
             const bool more = (p.signature & ~signatures_[at]) == 0;   // key's may be a subset of theirs
             if (!fewer && !more) continue;
+            const bool below = cheaper(at);  // else its key is read only if it may be dominated
+            if (below ? !fewer : !(more && dearer_at(at))) continue;
             const Key& theirs = key_at(at);
             if (!same_frame(theirs, key, store)) continue;
-            if (cheaper(at)) {
-                if (fewer && within_limits(theirs, shape, blocked, store)) {
+            if (below) {
+                if (within_limits(theirs, shape, blocked, store)) {
                     dearer.clear();  // no record is made: it dominates none
                     return at;
                 }
-            } else if (more && dearer_at(at) &&
-                       within_limits(key, store.masks_of(theirs.masks()), store.bigmask(theirs.blocked()), store)) {
+            } else if (within_limits(key, store.masks_of(theirs.masks()), store.bigmask(theirs.blocked()), store)) {
                 dearer.push_back(at);
             }
         }

@@ -9,7 +9,9 @@ into ``results/distributed-work.csv`` (keyed by network, the first mapping's bea
 speed-up" is the serial search's expansions over a model run's span (its rounds'
 longest steps' expansions added up): what W cores would give if a step took the time of
 its expansions, a worker's expansion cost a serial one's, and neither the coordinator
-nor Ray kept a worker waiting between its steps (an estimate, not a measurement).
+nor Ray kept a worker waiting between its steps (an estimate, not a measurement). Each
+run's line also prints its span and its load: the least and the greatest worker's share
+of the expansions, times the workers.
 
     python scripts/distributed_work.py water --model 2,4,8,16,32,64,256 --ray 2,4,8
     python scripts/distributed_work.py seagrass-2tbn --slices 3 --order paper --model 2,4
@@ -220,8 +222,11 @@ def main() -> None:
         counts = breakdown(serial.logs[0], run.logs, serial.optimal_cost)
         assert counts["total"] == run.iterations
         rows.append(row(label, args.first_budget, runner + suffix, run, serial, counts, args.seed if runner == "model" else 0))
+        shares = [count * workers / max(1, run.iterations) for count in run.worker_iterations]
+        span = f"span {run.span:,}, " if run.span else ""
         print(f"  {runner} W = {workers}: {run.iterations:,} expansions ({run.iterations / serial.iterations:.3f}), "
-              f"{'proven' if run.proven else 'stopped'}, {run.seconds:.1f} s; {counts}", flush=True)
+              f"{'proven' if run.proven else 'stopped'}, {run.seconds:.1f} s; {span}load {min(shares):.2f}-"
+              f"{max(shares):.2f}; {counts}", flush=True)
         if run.footprint is not None:  # the model's engines at the end, together
             held = {name: f"{size / 2**20:.1f} MiB" for name, (_, size) in run.footprint.items()}
             print(f"    its engines hold: {held}", flush=True)
